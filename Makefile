@@ -1,0 +1,48 @@
+# The two commands a newcomer needs: `make serve` and `make test`. Both do all the set-up on a fresh machine.
+PY ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: serve test lint typecheck pytest bench sandbox-deps worker clean
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
+	@touch $@
+
+# bubblewrap isolates the sandbox; install it where apt is available and we are root, else say how.
+sandbox-deps:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null; \
+	  else \
+	    echo "WARNING: bubblewrap (bwrap) is missing: install it (Debian/Ubuntu: sudo apt-get install bubblewrap)"; \
+	  fi; }
+
+serve: $(STAMP) sandbox-deps
+	$(BIN)/autograder serve --host $(HOST) --port $(PORT)
+
+worker: $(STAMP) sandbox-deps
+	$(BIN)/autograder worker
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP) sandbox-deps
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+bench: $(STAMP) sandbox-deps
+	$(BIN)/python -m bench.run_all
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

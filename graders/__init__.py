@@ -1,0 +1,1 @@
+"""Grading logic: importable and testable without app/, FastAPI or SQLAlchemy."""

@@ -1,0 +1,115 @@
+"""The answer-part specifications a problem set's YAML can declare, one pydantic model per matcher kind.
+
+Each part of a fill-in problem is one of these (discriminated by ``kind``). Graders in this package are pure
+functions ``(submitted: str, spec) -> PartResult``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    points: float = Field(default=1.0, ge=0)
+    # Realistic answers the part must accept / reject; validated when the set is loaded (the fill-in "mutant gate").
+    accept: list[str] = Field(default_factory=list)
+    reject: list[str] = Field(default_factory=list)
+    # Shown to the student only after grading when the set allows explanations.
+    explanation: str | None = None
+
+
+class TextSpec(_Spec):
+    kind: Literal["text"]
+    answers: list[str] = Field(default_factory=list, description="accepted aliases, compared after normalisation")
+    case_sensitive: bool = False
+    regex: str | None = Field(default=None, description="a full-match regex that also accepts")
+    keywords: list[str] | None = Field(default=None, description="accept when the answer contains all of these")
+
+    @model_validator(mode="after")
+    def _something_accepts(self) -> TextSpec:
+        if not (self.answers or self.regex or self.keywords):
+            raise ValueError("a text part needs answers, regex or keywords")
+        return self
+
+
+class ChoiceSpec(_Spec):
+    kind: Literal["choice"]
+    options: list[str] = Field(min_length=2, description="option labels, e.g. [A, B, C, D]")
+    answer: list[str] = Field(min_length=1, description="the correct labels")
+    multi: bool = False
+    scheme: Literal["all_or_nothing", "per_option"] = "all_or_nothing"
+    penalty: float = Field(default=1.0, ge=0, description="per_option: credit lost per wrong option picked")
+
+    @model_validator(mode="after")
+    def _answer_in_options(self) -> ChoiceSpec:
+        unknown = [a for a in self.answer if a not in self.options]
+        if unknown:
+            raise ValueError(f"answer {unknown} not among options {self.options}")
+        if not self.multi and len(self.answer) != 1:
+            raise ValueError("a single-choice part has exactly one answer")
+        return self
+
+
+class NumericSpec(_Spec):
+    kind: Literal["numeric"]
+    answer: float
+    rtol: float = Field(default=1e-3, ge=0)
+    atol: float = Field(default=0.0, ge=0)
+    sig_figs: int | None = Field(default=None, ge=1, description="compare to this many significant figures")
+
+
+class MatrixSpec(_Spec):
+    kind: Literal["matrix"]
+    answer: list[list[float]] | list[float]
+    rtol: float = Field(default=1e-3, ge=0)
+    atol: float = Field(default=1e-4, ge=0)
+
+
+class ShapeSpec(_Spec):
+    kind: Literal["shape"]
+    answer: list[int] = Field(min_length=1)
+
+
+class SizeSpec(_Spec):
+    kind: Literal["size"]
+    answer_bytes: int = Field(ge=0)
+    rtol: float = Field(default=0.0, ge=0)
+
+
+class SymbolicSpec(_Spec):
+    kind: Literal["symbolic"]
+    answer: str = Field(description="the expected expression, plain or LaTeX, e.g. sqrt(d_k)")
+    symbols: list[str] = Field(default_factory=list, description="variable names students may use, e.g. [d_k]")
+
+
+class IdentifierSpec(_Spec):
+    kind: Literal["identifier"]
+    answer: str
+    accept_call_forms: bool = Field(default=False, description="also accept generate() and model.generate")
+
+
+class EssaySpec(_Spec):
+    """Free text scored by an instructor against the problem's rubric; auto score 0."""
+
+    kind: Literal["essay"]
+    points: float = 0.0
+
+
+PartSpec = Annotated[
+    TextSpec
+    | ChoiceSpec
+    | NumericSpec
+    | MatrixSpec
+    | ShapeSpec
+    | SizeSpec
+    | SymbolicSpec
+    | IdentifierSpec
+    | EssaySpec,
+    Field(discriminator="kind"),
+]
+
+AUTO_KINDS = ("text", "choice", "numeric", "matrix", "shape", "size", "symbolic", "identifier")

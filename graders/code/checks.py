@@ -1,0 +1,179 @@
+"""The check framework: instructors write ``@check`` functions in a problem set's ``checks/*.py``.
+
+A check receives a ``StudentProxy`` and calls the student's function through it; every comparison happens here, on
+the trusted side. A check passes by returning (optionally a feedback string), fails by raising ``CheckFailed`` (or
+AssertionError), and may give partial credit with ``CheckFailed(..., score_fraction=0.5)``.
+
+Example::
+
+    from graders.code.checks import check, CheckFailed
+
+    @check(points=2, category="softmax_axis", visibility="hidden")
+    def softmax_over_keys(student):
+        out, weights = student.call("scaled_attention", q, k, v)
+        if not torch.allclose(weights.sum(-1), torch.ones(...)):
+            raise CheckFailed("rows of the weights do not sum to 1: softmax must run over the key axis")
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol
+
+from graders.results import CATEGORIES, Visibility
+
+
+class CheckFailed(Exception):
+    """Raised by a check: the student's code does not have the property checked.
+
+    Args:
+        feedback: student-safe text naming the property and the evidence.
+        score_fraction: partial credit in [0, 1).
+    """
+
+    def __init__(self, feedback: str, *, score_fraction: float = 0.0) -> None:
+        super().__init__(feedback)
+        self.feedback = feedback
+        self.score_fraction = min(max(score_fraction, 0.0), 1.0)
+
+
+class StudentError(Exception):
+    """The student's function raised; only its type name and (truncated) message cross the sandbox boundary."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall-clock timings measured on the trusted side, in seconds."""
+
+    times_s: list[float]
+
+    @property
+    def median_s(self) -> float:
+        ordered = sorted(self.times_s)
+        mid = len(ordered) // 2
+        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+class StudentProxy(Protocol):
+    """What a check may do with the student's code. Each method is one round trip to the jailed process."""
+
+    device: str  # "cpu" or "cuda": where the student's process runs tensors
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the student's function ``name``; raises StudentError if it raised."""
+        ...
+
+    def call_with_grad(
+        self,
+        name: str,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        grad_outputs: list[Any],
+        wrt: list[int],
+    ) -> tuple[Any, list[Any]]:
+        """Call ``name``, then backpropagate ``grad_outputs`` (one per tensor output, None to skip) in the child.
+
+        Returns:
+            (outputs, grads): grads[i] is the gradient of the positional argument ``wrt[i]``, or None when no
+            gradient reached it (detached, cast through numpy, ...).
+        """
+        ...
+
+    def time(
+        self, name: str, args: list[Any], kwargs: dict[str, Any] | None = None, *, warmup: int = 2, repeat: int = 5
+    ) -> Timing:
+        """Time ``repeat`` calls after ``warmup`` ones (CUDA-synchronised inside the jail when on GPU)."""
+        ...
+
+
+CheckFunc = Callable[[StudentProxy], "str | None"]
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    name: str
+    func: CheckFunc
+    points: float
+    category: str
+    visibility: Visibility
+    timeout_s: float
+    description: str
+
+
+_ATTR = "__autograder_check__"
+
+
+def check(
+    *,
+    points: float,
+    category: str,
+    visibility: str = "hidden",
+    timeout_s: float = 30.0,
+    name: str | None = None,
+) -> Callable[[CheckFunc], CheckFunc]:
+    """Mark a function as a check of its problem.
+
+    Args:
+        points: what the check is worth.
+        category: one of graders.results.CATEGORIES.
+        visibility: "visible" (inputs may be shown), "hidden" or "after_due".
+        timeout_s: the check's own time budget.
+        name: defaults to the function's name.
+    """
+    if category not in CATEGORIES:
+        raise ValueError(f"unknown check category {category!r}; expected one of {sorted(CATEGORIES)}")
+    vis = Visibility(visibility)
+
+    def decorate(func: CheckFunc) -> CheckFunc:
+        spec = CheckSpec(
+            name=name or func.__name__,
+            func=func,
+            points=float(points),
+            category=category,
+            visibility=vis,
+            timeout_s=float(timeout_s),
+            description=(func.__doc__ or "").strip().split("\n")[0],
+        )
+        setattr(func, _ATTR, spec)
+        return func
+
+    return decorate
+
+
+def collect_checks(module: ModuleType) -> list[CheckSpec]:
+    """The checks a module defines, in definition order; a ``CHECKS`` list (from builders) comes first."""
+    found: list[CheckSpec] = []
+    for obj in list(getattr(module, "CHECKS", [])) + list(vars(module).values()):
+        spec = getattr(obj, _ATTR, None)
+        if isinstance(spec, CheckSpec) and spec not in found:
+            found.append(spec)
+    names = [s.name for s in found]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate check names: {duplicates}")
+    return found
+
+
+def load_checks(path: Path) -> list[CheckSpec]:
+    """Import a trusted checks file by path and collect its checks."""
+    module_name = f"autograder_checks_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import checks from {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(module_name, None)
+    return collect_checks(module)

@@ -1,0 +1,1 @@
+"""The problem-set format: problemset.yaml + prompts/ + checks/ + solutions/ + mutants/ (DESIGN.md)."""

@@ -1,0 +1,156 @@
+"""pydantic models of problemset.yaml. Validation errors name the path inside the file and what was expected."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from graders.answers.specs import ChoiceSpec, PartSpec
+
+ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
+# Paths inside a set: relative, no "..", no backslashes.
+REL_PATH = r"^(?!/)(?!.*\.\.)[A-Za-z0-9_./-]+$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LatePolicy(_Model):
+    penalty_per_day: float = Field(default=0.0, ge=0, le=1, description="fraction of the score lost per late day")
+    max_late_days: int = Field(default=0, ge=0, description="submissions later than this are refused")
+
+
+class RubricItem(_Model):
+    id: str = Field(pattern=ID_PATTERN)
+    points: float = Field(gt=0)
+    description: str
+
+
+class _Problem(_Model):
+    id: str = Field(pattern=ID_PATTERN)
+    title: str
+    prompt: str = Field(pattern=REL_PATH, description="a Markdown file under prompts/")
+    explanation: str | None = Field(default=None, description="Markdown shown after grading, when the set allows")
+    rubric: list[RubricItem] = Field(default_factory=list, description="items an instructor scores by hand")
+
+
+class FillInProblem(_Problem):
+    kind: Literal["fill_in"]
+    parts: list[PartSpec] = Field(min_length=1)
+
+    def part_ids(self) -> list[str]:
+        return [f"b{i}" for i in range(1, len(self.parts) + 1)]
+
+
+class ChoiceProblem(_Problem):
+    """A choice question; it has one part, b1."""
+
+    kind: Literal["choice"]
+    options: dict[str, str] = Field(min_length=2, description="label -> option text")
+    answer: list[str] = Field(min_length=1)
+    multi: bool = False
+    scheme: Literal["all_or_nothing", "per_option"] = "all_or_nothing"
+    penalty: float = Field(default=1.0, ge=0)
+    points: float = Field(default=1.0, ge=0)
+    accept: list[str] = Field(default_factory=list)
+    reject: list[str] = Field(default_factory=list)
+
+    @property
+    def parts(self) -> list[ChoiceSpec]:
+        return [
+            ChoiceSpec(
+                kind="choice",
+                options=list(self.options),
+                answer=self.answer,
+                multi=self.multi,
+                scheme=self.scheme,
+                penalty=self.penalty,
+                points=self.points,
+                accept=self.accept,
+                reject=self.reject,
+            )
+        ]
+
+    def part_ids(self) -> list[str]:
+        return ["b1"]
+
+    @model_validator(mode="after")
+    def _check_answer(self) -> ChoiceProblem:
+        self.parts  # noqa: B018 - building the ChoiceSpec validates answer against options
+        return self
+
+
+class CodeLimits(_Model):
+    time_s: float = Field(default=10.0, gt=0, le=300, description="wall-clock budget of one call")
+    memory_mb: int = Field(default=1024, ge=64, le=16384)
+    output_kb: int = Field(default=64, ge=1, le=4096, description="captured stdout+stderr kept")
+    source_kb: int = Field(default=256, ge=1, le=4096, description="largest accepted upload")
+
+
+class CodeProblem(_Problem):
+    kind: Literal["code"]
+    entrypoints: list[str] = Field(min_length=1, description="function names the student must define")
+    checks: str = Field(pattern=REL_PATH, description="a Python file under checks/")
+    limits: CodeLimits = Field(default_factory=CodeLimits)
+    solutions: str | None = Field(default=None, pattern=REL_PATH, description="folder; default solutions/<id>")
+    mutants: str | None = Field(default=None, pattern=REL_PATH, description="folder; default mutants/<id>")
+    # A code problem may be defined before its checks exist; it is then shown but not gradable.
+    gradable: bool = True
+
+    @model_validator(mode="after")
+    def _identifiers(self) -> CodeProblem:
+        for name in self.entrypoints:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"entrypoint {name!r} is not a Python identifier")
+        return self
+
+    def solutions_dir(self) -> str:
+        return self.solutions or f"solutions/{self.id}"
+
+    def mutants_dir(self) -> str:
+        return self.mutants or f"mutants/{self.id}"
+
+
+class ManualProblem(_Problem):
+    """Free-text answer (part b1) scored by an instructor against the rubric."""
+
+    kind: Literal["manual"]
+
+    @model_validator(mode="after")
+    def _has_rubric(self) -> ManualProblem:
+        if not self.rubric:
+            raise ValueError("a manual problem needs at least one rubric item")
+        return self
+
+    def part_ids(self) -> list[str]:
+        return ["b1"]
+
+
+Problem = Annotated[FillInProblem | ChoiceProblem | CodeProblem | ManualProblem, Field(discriminator="kind")]
+
+
+class ProblemSetSpec(_Model):
+    id: str = Field(pattern=ID_PATTERN)
+    title: str
+    version: str = Field(default="1", description="the instructor's label; every upload also gets a number")
+    description: str = ""
+    language: str = "zh"
+    due_at: datetime | None = None
+    late_policy: LatePolicy = Field(default_factory=LatePolicy)
+    show_explanations: Literal["after_grading", "after_due", "never"] = "after_grading"
+    problems: list[Problem] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> ProblemSetSpec:
+        ids = [p.id for p in self.problems]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"duplicate problem ids: {dup}")
+        return self
+
+    def problem(self, problem_id: str) -> FillInProblem | ChoiceProblem | CodeProblem | ManualProblem | None:
+        return next((p for p in self.problems if p.id == problem_id), None)
