@@ -100,15 +100,7 @@ class EssaySpec(_Spec):
 
 
 PartSpec = Annotated[
-    TextSpec
-    | ChoiceSpec
-    | NumericSpec
-    | MatrixSpec
-    | ShapeSpec
-    | SizeSpec
-    | SymbolicSpec
-    | IdentifierSpec
-    | EssaySpec,
+    TextSpec | ChoiceSpec | NumericSpec | MatrixSpec | ShapeSpec | SizeSpec | SymbolicSpec | IdentifierSpec | EssaySpec,
     Field(discriminator="kind"),
 ]
 

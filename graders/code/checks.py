@@ -52,6 +52,16 @@ class StudentError(Exception):
 
 
 @dataclass(frozen=True)
+class Ref:
+    """A name defined inside the jail by ``StudentProxy.define``; passed as an argument, it resolves there.
+
+    Used when the student's function must receive code rather than data (q7: a student's test receives layers).
+    """
+
+    name: str
+
+
+@dataclass(frozen=True)
 class Timing:
     """Wall-clock timings measured on the trusted side, in seconds."""
 
@@ -71,6 +81,13 @@ class StudentProxy(Protocol):
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Call the student's function ``name``; raises StudentError if it raised."""
+        ...
+
+    def define(self, source: str) -> None:
+        """Execute instructor-written helper source inside the jail (not secret: it runs beside student code).
+
+        Names it defines can then be passed to the student's functions as ``Ref(name)``.
+        """
         ...
 
     def call_with_grad(
