@@ -19,6 +19,8 @@ CASES: list[Case] = [
     ("q1", "b1", "d_k**0.5", True),
     ("q1", "b1", "d_k^(1/2)", True),
     ("q1", "b1", "sqrt（d_k）", True),
+    ("q1", "b1", "√d_k", True),
+    ("q1", "b1", "√(d_k)", True),
     ("q1", "b1", "d_k", False),
     ("q1", "b1", "d_k/2", False),
     ("q1", "b1", "1/sqrt(d_k)", False),
