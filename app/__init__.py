@@ -1,0 +1,1 @@
+"""The autograder service: FastAPI app factory, domain folders, web pages, worker dispatch."""

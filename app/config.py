@@ -1,0 +1,66 @@
+"""Settings: one pydantic-settings class (env prefix AUTOGRADER_), built by a cached get_settings()."""
+
+from __future__ import annotations
+
+import secrets
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PLACEHOLDER_SECRETS = frozenset({"change-me", "changeme", "secret", "dev", "placeholder", "xxx", ""})
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="AUTOGRADER_", env_file=None, extra="ignore")
+
+    dev_mode: bool = Field(default=False, description="relaxes safety checks; never in production")
+    data_dir: Path = Field(default=Path("data"), description="SQLite file, secret key, problem-set cache")
+    database_url: str | None = Field(default=None, description="default: sqlite:///<data_dir>/autograder.db")
+    broker_url: str | None = Field(default=None, description="Celery broker (redis://...); none = embedded workers")
+    secret_key: SecretStr | None = Field(default=None, description="signs session cookies; default: generated once")
+    sandbox: Literal["bwrap", "unsafe-local"] = Field(default="bwrap", description="unsafe-local needs dev_mode")
+    workers: int = Field(default=2, ge=0, le=64, description="embedded grading workers started by `serve`")
+    problems_dir: Path = Field(default=REPO_ROOT / "problems", description="problem sets loaded by `serve`")
+    load_problems_on_start: bool = True
+    max_body_bytes: int = Field(default=1 << 20, ge=1024, description="largest JSON or form body")
+    max_upload_bytes: int = Field(default=20 << 20, ge=1024, description="largest problem-set archive")
+    max_archive_files: int = Field(default=500, ge=1)
+    max_unpacked_bytes: int = Field(default=100 << 20, ge=1024)
+    max_wait_s: float = Field(default=60.0, ge=0, description="cap on ?wait=N")
+    grading_lease_s: float = Field(default=300.0, gt=0, description="a running job whose lease ran out is requeued")
+    max_grading_attempts: int = Field(default=3, ge=1, description="internal errors are retried this often")
+    session_cookie: str = "autograder_session"
+    session_max_age_s: int = 14 * 24 * 3600
+
+    @model_validator(mode="after")
+    def _refuse_placeholders(self) -> Settings:
+        key = self.secret_key.get_secret_value().strip().lower() if self.secret_key is not None else None
+        if key is not None and key in PLACEHOLDER_SECRETS and not self.dev_mode:
+            raise ValueError("AUTOGRADER_SECRET_KEY is a placeholder; set a random value or unset it")
+        if self.sandbox == "unsafe-local" and not self.dev_mode:
+            raise ValueError("AUTOGRADER_SANDBOX=unsafe-local is not a sandbox and needs AUTOGRADER_DEV_MODE=1")
+        return self
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.data_dir / 'autograder.db').resolve()}"
+
+    def resolved_secret_key(self) -> str:
+        """The configured key, else one generated on first use and kept (mode 0600) in the data dir."""
+        if self.secret_key is not None:
+            return self.secret_key.get_secret_value()
+        path = self.data_dir / "secret_key"
+        if not path.exists():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            path.touch(mode=0o600)
+            path.write_text(secrets.token_urlsafe(48))
+        return path.read_text().strip()
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

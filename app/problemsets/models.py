@@ -1,0 +1,46 @@
+"""Problem sets and their immutable versions (a re-upload makes a new version)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, LargeBinary, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.db import Base, UTCDateTime, utcnow
+
+
+class ProblemSet(Base):
+    __tablename__ = "problem_set"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    title: Mapped[str] = mapped_column(String(300))
+    is_visible: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    versions: Mapped[list[ProblemSetVersion]] = relationship(
+        back_populates="problem_set", order_by="ProblemSetVersion.number"
+    )
+
+
+class ProblemSetVersion(Base):
+    """One uploaded version. Its content (spec, files) never changes; submissions point at the version they used."""
+
+    __tablename__ = "problem_set_version"
+    __table_args__ = (UniqueConstraint("problem_set_id", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    problem_set_id: Mapped[int] = mapped_column(ForeignKey("problem_set.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    label: Mapped[str] = mapped_column(String(64), default="")
+    content_hash: Mapped[str] = mapped_column(String(64), index=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # The whole set (prompts, checks, solutions, mutants) as a deterministic tar.gz, so any worker can grade it.
+    archive: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
+    validation_report: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("user.id", ondelete="SET NULL"), nullable=True)
+
+    problem_set: Mapped[ProblemSet] = relationship(back_populates="versions")
