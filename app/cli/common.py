@@ -1,0 +1,45 @@
+"""Helpers shared by CLI commands: settings, a migrated session factory, resolving a set by name or path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings, get_settings
+from app.db import make_engine, make_session_factory
+from app.migrate import upgrade
+from graders.problemset.errors import ProblemSetInvalid
+
+
+def settings_or_exit() -> Settings:
+    try:
+        return get_settings()
+    except ValueError as exc:
+        typer.secho(f"configuration error: {exc}", fg="red", err=True)
+        raise typer.Exit(2) from exc
+
+
+def migrated_sessions(settings: Settings) -> sessionmaker[Session]:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    upgrade(settings.resolved_database_url)
+    return make_session_factory(make_engine(settings.resolved_database_url))
+
+
+def resolve_set_dir(name_or_path: str, settings: Settings) -> Path:
+    """A folder path, or the id of a set shipped in problems/."""
+    path = Path(name_or_path)
+    if (path / "problemset.yaml").is_file():
+        return path
+    shipped = settings.problems_dir / name_or_path
+    if (shipped / "problemset.yaml").is_file():
+        return shipped
+    available = sorted(p.parent.name for p in settings.problems_dir.glob("*/problemset.yaml"))
+    typer.secho(f"no problem set {name_or_path!r} (a folder, or one of {available})", fg="red", err=True)
+    raise typer.Exit(2)
+
+
+def print_set_errors(exc: ProblemSetInvalid) -> None:
+    for error in exc.errors:
+        typer.secho(f"  error: {error}", fg="red", err=True)

@@ -1,0 +1,90 @@
+"""`autograder grade`: grade answers or a .py file against a set offline (no server, no database)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from app.cli.common import print_set_errors, resolve_set_dir, settings_or_exit
+from app.worker.code_grader import LazyCodeGrader
+from app.worker.grading import grade_payload
+from graders.problemset.errors import ProblemSetInvalid
+from graders.problemset.loader import load_problem_set
+from graders.problemset.schema import CodeProblem
+from graders.results import GradeResult
+
+
+def grade(
+    set_name: Annotated[str, typer.Option("--set", help="a shipped set id (e.g. ch9) or a set folder")],
+    problem: Annotated[str, typer.Option(help="problem id, e.g. q1")],
+    file: Annotated[Path | None, typer.Argument(help="a .py file, for code problems")] = None,
+    answers: Annotated[str | None, typer.Option(help='JSON map of part id to answer, e.g. \'{"b1": "V"}\'')] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
+) -> None:
+    """Grade offline. Exit 0 on full marks, 1 otherwise, 2 on bad input."""
+    settings = settings_or_exit()
+    try:
+        loaded = load_problem_set(resolve_set_dir(set_name, settings))
+    except ProblemSetInvalid as exc:
+        print_set_errors(exc)
+        raise typer.Exit(2) from exc
+    spec = loaded.spec.problem(problem)
+    if spec is None:
+        _fail(f"no problem {problem!r}; the set has {[p.id for p in loaded.spec.problems]}")
+    payload = _payload(spec, file, answers)
+    grader = LazyCodeGrader(settings)
+    try:
+        result = grade_payload(loaded, problem, payload, grader)
+    finally:
+        grader.close()
+    _print(result, as_json)
+    raise typer.Exit(0 if result.max_score > 0 and result.score >= result.max_score else 1)
+
+
+def _payload(spec: object, file: Path | None, answers: str | None) -> dict[str, object]:
+    if isinstance(spec, CodeProblem):
+        if file is None:
+            _fail(f"{spec.id} is a code problem: pass a .py file")
+        try:
+            return {"code": file.read_bytes().decode("utf-8")}
+        except OSError as exc:
+            _fail(f"cannot read {file}: {exc.strerror}")
+        except UnicodeDecodeError as exc:
+            _fail(f"{file} is not UTF-8 text (byte {exc.start})")
+    if answers is None:
+        _fail('pass --answers \'{"b1": "..."}\'')
+    try:
+        parsed = json.loads(answers)
+    except json.JSONDecodeError as exc:
+        _fail(f"--answers is not valid JSON: {exc.msg}")
+    if not isinstance(parsed, dict) or not all(isinstance(v, str) for v in parsed.values()):
+        _fail("--answers must be a JSON object of strings")
+    from graders.answers.problem import answer_errors
+
+    errors = answer_errors(spec, parsed)  # type: ignore[arg-type]
+    if errors:
+        _fail("; ".join(errors))
+    return {"answers": parsed}
+
+
+def _fail(message: str) -> NoReturn:
+    typer.secho(f"error: {message}", fg="red", err=True)
+    raise typer.Exit(2)
+
+
+def _print(result: GradeResult, as_json: bool) -> None:
+    if as_json:
+        doc = result.to_dict()
+        keys = ("name", "category", "passed", "score", "max_score", "feedback")
+        doc["checks"] = [{k: c[k] for k in keys} for c in doc["checks"]]
+        typer.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        return
+    typer.secho(f"{result.verdict}: {result.score:g} / {result.max_score:g}", bold=True)
+    if result.message:
+        typer.echo(result.message)
+    for check in result.checks:
+        mark = "✓" if check.passed else "✗"
+        typer.echo(f"  {mark} {check.name} [{check.category}] {check.score:g}/{check.max_score:g}  {check.feedback}")

@@ -1,0 +1,122 @@
+"""`autograder problems validate|load|list|show`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.cli.common import migrated_sessions, print_set_errors, resolve_set_dir, settings_or_exit
+from app.problemsets import service
+from app.problemsets.service import ProblemSetRejected
+from app.worker.code_grader import LazyCodeGrader
+from graders.problemset.errors import ProblemSetInvalid
+from graders.problemset.loader import load_problem_set
+from graders.problemset.validate import validate_set
+
+app = typer.Typer(help="Validate, load and inspect problem sets.", no_args_is_help=True)
+
+
+@app.command()
+def validate(
+    folder: Annotated[Path, typer.Argument(help="a problem-set folder")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Check a set completely (schema, files, answer cases, reference solutions, mutant matrix); exit 1 on errors."""
+    settings = settings_or_exit()
+    try:
+        loaded = load_problem_set(folder)
+    except ProblemSetInvalid as exc:
+        if as_json:
+            typer.echo(json.dumps({"ok": False, "errors": [e.to_dict() for e in exc.errors]}, ensure_ascii=False))
+        else:
+            typer.secho(f"INVALID: {len(exc.errors)} error(s) in {folder}", fg="red", err=True)
+            print_set_errors(exc)
+        raise typer.Exit(1) from exc
+    grader = LazyCodeGrader(settings)
+    try:
+        report = validate_set(loaded, code_grader=grader)
+    finally:
+        grader.close()
+    typer.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) if as_json else report.render_text())
+    raise typer.Exit(0 if report.ok else 1)
+
+
+@app.command()
+def load(folders: Annotated[list[Path], typer.Argument(help="problem-set folders")]) -> None:
+    """Validate and store sets in the database (a changed set becomes a new version)."""
+    settings = settings_or_exit()
+    sessions = migrated_sessions(settings)
+    grader = LazyCodeGrader(settings)
+    failed = False
+    try:
+        for folder in folders:
+            failed |= not load_one(sessions, folder, grader)
+    finally:
+        grader.close()
+    raise typer.Exit(1 if failed else 0)
+
+
+def load_one(sessions: sessionmaker[Session], folder: Path, grader: LazyCodeGrader) -> bool:
+    """Load one folder, printing progress; returns False when it was refused."""
+    typer.echo(f"loading {folder} ...")
+    with sessions() as session:
+        try:
+            version, report, created = service.load_dir(session, root=folder, grader=grader)
+            session.commit()
+        except ProblemSetInvalid as exc:
+            typer.secho(f"  refused: {len(exc.errors)} error(s)", fg="red", err=True)
+            print_set_errors(exc)
+            return False
+        except ProblemSetRejected as exc:
+            typer.secho("  refused:", fg="red", err=True)
+            typer.echo(exc.report.render_text(), err=True)
+            return False
+        state = "new version" if created else "unchanged"
+        typer.echo(f"  {version.problem_set.slug} v{version.number} ({state})")
+        if created:
+            typer.echo("  " + report.render_text().replace("\n", "\n  "))
+        return True
+
+
+@app.command("list")
+def list_sets() -> None:
+    """List the sets in the database with their latest version."""
+    settings = settings_or_exit()
+    with migrated_sessions(settings)() as session:
+        for problem_set, version in service.list_sets(session, include_hidden=True):
+            problems = len(version.spec.get("problems", []))
+            typer.echo(f"{problem_set.slug}\tv{version.number}\t{problems} problems\t{problem_set.title}")
+
+
+@app.command()
+def show(
+    set_name: Annotated[str, typer.Argument(metavar="SET", help="a shipped set id or a folder")],
+    problem: Annotated[str | None, typer.Argument(help="one problem id; default: the whole set")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Print the student view of a set or one problem (prompt, parts with ids and kinds)."""
+    settings = settings_or_exit()
+    try:
+        loaded = load_problem_set(resolve_set_dir(set_name, settings))
+    except ProblemSetInvalid as exc:
+        print_set_errors(exc)
+        raise typer.Exit(1) from exc
+    report = validate_set(loaded, code_grader=None)
+    items = [p for p in loaded.spec.problems if problem is None or p.id == problem]
+    if not items:
+        typer.secho(f"no problem {problem!r}; the set has {[p.id for p in loaded.spec.problems]}", fg="red", err=True)
+        raise typer.Exit(2)
+    views = [service.problem_view(p, loaded, report.points.get(p.id)) for p in items]
+    if as_json:
+        typer.echo(json.dumps(views[0] if problem else views, ensure_ascii=False, indent=2))
+        return
+    for view in views:
+        typer.secho(f"## {view['id']} ({view['kind']}, {view['points']} points): {view['title']}", bold=True)
+        typer.echo(view["prompt"])
+        for part in view["parts"]:
+            typer.echo(f"  [{part['id']}] {part['kind']}, {part['points']} points")
+        typer.echo("")

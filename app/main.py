@@ -1,0 +1,120 @@
+"""The FastAPI app factory: settings in, app out. Starts the embedded workers unless a broker is configured."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.types import Scope
+
+from app.config import Settings, get_settings
+from app.db import make_engine, make_session_factory
+from app.errors import DomainError
+from app.limits import BodySizeLimit
+from app.problemsets.router import router as problemsets_router
+from app.submissions.router import router as submissions_router
+from app.users.router import router as users_router
+from app.worker.code_grader import LazyCodeGrader
+from app.worker.grading import GradingJob
+from app.worker.pool import EmbeddedPool
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings | None = None, *, start_workers: bool = True) -> FastAPI:
+    settings = settings or get_settings()
+    engine = make_engine(settings.resolved_database_url)
+    session_factory = make_session_factory(engine)
+    code_grader = LazyCodeGrader(settings)
+    job = GradingJob(settings, session_factory, code_grader)
+    pool = EmbeddedPool(job, settings.workers) if settings.broker_url is None and settings.workers > 0 else None
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if pool is not None and start_workers:
+            pool.start()
+        try:
+            yield
+        finally:
+            if pool is not None:
+                pool.stop()
+            code_grader.close()
+            engine.dispose()
+
+    app = FastAPI(
+        title="autograder",
+        version="0.1.0",
+        description="Autograding for course exercises: fill-in answers and sandboxed Python code.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.session_factory = session_factory
+    app.state.code_grader = code_grader
+    app.state.pool = pool
+    app.state.dispatch = _dispatcher(settings, pool)
+
+    def limit_for(scope: Scope) -> int:
+        is_upload = scope["path"].rstrip("/") == "/api/v1/problem-sets" and scope.get("method") == "POST"
+        return settings.max_upload_bytes if is_upload else settings.max_body_bytes
+
+    app.add_middleware(BodySizeLimit, limit_for=limit_for)
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=settings.resolved_secret_key(),
+        session_cookie=settings.session_cookie,
+        max_age=settings.session_max_age_s,
+        same_site="lax",
+        https_only=False,
+    )
+    _install_error_handlers(app)
+
+    api = APIRouter(prefix="/api/v1")
+    api.include_router(users_router)
+    api.include_router(problemsets_router)
+    api.include_router(submissions_router)
+    app.include_router(api)
+
+    @app.get("/healthz", tags=["ops"])
+    def healthz() -> dict[str, Any]:
+        """Liveness and readiness: the database answers."""
+        from sqlalchemy import text
+
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        return {"status": "ok", "workers": "celery" if settings.broker_url else settings.workers}
+
+    from app.web.router import router as web_router
+
+    app.include_router(web_router)
+    return app
+
+
+def _dispatcher(settings: Settings, pool: EmbeddedPool | None) -> Callable[[int], None]:
+    if settings.broker_url:
+        from app.worker.celery_app import make_enqueue
+
+        return make_enqueue(settings)
+    return (lambda _id: pool.notify()) if pool is not None else (lambda _id: None)
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(DomainError)
+    async def domain_error(request: Request, exc: DomainError) -> JSONResponse:
+        detail: dict[str, Any] = {"msg": exc.message}
+        if exc.field:
+            detail["loc"] = ["body", exc.field]
+        return JSONResponse(status_code=exc.status_code, content={"detail": [detail], **exc.extra})
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()
+        ]
+        return JSONResponse(status_code=422, content={"detail": errors})

@@ -1,0 +1,177 @@
+"""Problem sets: validate and store uploads (a re-upload makes a new version), build the student view."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.errors import Invalid, NotFound
+from app.problemsets.models import ProblemSet, ProblemSetVersion
+from app.problemsets.storage import load_version
+from graders.problemset.archive import ArchiveLimits, pack_files, unpack_archive
+from graders.problemset.errors import ProblemSetInvalid
+from graders.problemset.loader import LoadedSet, load_problem_set
+from graders.problemset.schema import ChoiceProblem, CodeProblem, FillInProblem, ManualProblem
+from graders.problemset.validate import CodeGraderLike, ValidationReport, validate_set
+
+
+class ProblemSetRejected(Invalid):
+    """The set failed validation; ``report`` says why. Nothing was stored."""
+
+    def __init__(self, report: ValidationReport) -> None:
+        super().__init__("the problem set is invalid", extra={"report": report.to_dict()})
+        self.report = report
+
+
+def archive_limits(settings: Settings) -> ArchiveLimits:
+    return ArchiveLimits(
+        max_archive_bytes=settings.max_upload_bytes,
+        max_files=settings.max_archive_files,
+        max_unpacked_bytes=settings.max_unpacked_bytes,
+    )
+
+
+def load_upload(data: bytes, filename: str, settings: Settings, workdir: Path) -> LoadedSet:
+    """Unpack an uploaded archive safely and parse it; raises ProblemSetInvalid."""
+    root = unpack_archive(data, filename, workdir, archive_limits(settings))
+    return load_problem_set(root)
+
+
+def ingest(
+    session: Session, *, loaded: LoadedSet, user_id: int | None, grader: CodeGraderLike | None
+) -> tuple[ProblemSetVersion, ValidationReport, bool]:
+    """Validate ``loaded`` completely, then store it as a new version (or return the identical latest one).
+
+    Returns:
+        (version, report, created): created is False when the latest version already has this content.
+    """
+    problem_set = session.scalar(select(ProblemSet).where(ProblemSet.slug == loaded.spec.id))
+    latest = _latest(session, problem_set.id) if problem_set else None
+    if latest is not None and latest.content_hash == loaded.content_hash:
+        return latest, ValidationReport(), False
+    report = validate_set(loaded, code_grader=grader)
+    if not report.ok:
+        raise ProblemSetRejected(report)
+    if problem_set is None:
+        problem_set = ProblemSet(slug=loaded.spec.id, title=loaded.spec.title)
+        session.add(problem_set)
+        session.flush()
+    problem_set.title = loaded.spec.title
+    version = ProblemSetVersion(
+        problem_set_id=problem_set.id,
+        number=(latest.number + 1) if latest else 1,
+        label=loaded.spec.version,
+        content_hash=loaded.content_hash,
+        spec=loaded.spec.model_dump(mode="json"),
+        archive=pack_files(loaded.files),
+        validation_report=report.to_dict(),
+        created_by_id=user_id,
+    )
+    session.add(version)
+    session.flush()
+    return version, report, True
+
+
+def load_dir(
+    session: Session, *, root: Path, grader: CodeGraderLike | None
+) -> tuple[ProblemSetVersion, ValidationReport, bool]:
+    return ingest(session, loaded=load_problem_set(root), user_id=None, grader=grader)
+
+
+def upload(
+    session: Session, *, data: bytes, filename: str, settings: Settings, user_id: int, grader: CodeGraderLike | None
+) -> tuple[ProblemSetVersion, ValidationReport, bool]:
+    with tempfile.TemporaryDirectory(prefix="upload-") as tmp:
+        try:
+            loaded = load_upload(data, filename, settings, Path(tmp))
+        except ProblemSetInvalid as exc:
+            report = ValidationReport(errors=exc.errors)
+            raise ProblemSetRejected(report) from exc
+        return ingest(session, loaded=loaded, user_id=user_id, grader=grader)
+
+
+def _latest(session: Session, problem_set_id: int) -> ProblemSetVersion | None:
+    return session.scalar(
+        select(ProblemSetVersion)
+        .where(ProblemSetVersion.problem_set_id == problem_set_id)
+        .order_by(ProblemSetVersion.number.desc())
+        .limit(1)
+    )
+
+
+def list_sets(session: Session, *, include_hidden: bool) -> list[tuple[ProblemSet, ProblemSetVersion]]:
+    query = select(ProblemSet).order_by(ProblemSet.slug)
+    if not include_hidden:
+        query = query.where(ProblemSet.is_visible.is_(True))
+    out = []
+    for problem_set in session.scalars(query):
+        latest = _latest(session, problem_set.id)
+        if latest is not None:
+            out.append((problem_set, latest))
+    return out
+
+
+def get_latest(session: Session, slug: str, *, include_hidden: bool = False) -> ProblemSetVersion:
+    problem_set = session.scalar(select(ProblemSet).where(ProblemSet.slug == slug))
+    if problem_set is None or (not problem_set.is_visible and not include_hidden):
+        raise NotFound(f"unknown problem set {slug!r}", field="problem_set")
+    latest = _latest(session, problem_set.id)
+    if latest is None:
+        raise NotFound(f"problem set {slug!r} has no version", field="problem_set")
+    return latest
+
+
+def loaded_version(settings: Settings, version: ProblemSetVersion) -> LoadedSet:
+    return load_version(settings.data_dir, version.content_hash, version.archive)
+
+
+def version_count(session: Session, problem_set_id: int) -> int:
+    return session.scalar(select(func.count()).where(ProblemSetVersion.problem_set_id == problem_set_id)) or 0
+
+
+def student_view(version: ProblemSetVersion, loaded: LoadedSet) -> dict[str, Any]:
+    """What a student may see: prompts, part ids and kinds, points. Never answers, checks, solutions or mutants."""
+    spec = loaded.spec
+    points = version.validation_report.get("points", {})
+    return {
+        "id": spec.id,
+        "title": spec.title,
+        "description": spec.description,
+        "version": version.number,
+        "due_at": spec.due_at.isoformat() if spec.due_at else None,
+        "problems": [problem_view(p, loaded, points.get(p.id)) for p in spec.problems],
+    }
+
+
+def problem_view(
+    problem: FillInProblem | ChoiceProblem | CodeProblem | ManualProblem, loaded: LoadedSet, points: float | None
+) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "id": problem.id,
+        "title": problem.title,
+        "kind": problem.kind,
+        "prompt": loaded.prompt(problem.id),
+        "points": points,
+        "rubric": [{"id": r.id, "points": r.points, "description": r.description} for r in problem.rubric],
+    }
+    if isinstance(problem, CodeProblem):
+        view["entrypoints"] = problem.entrypoints
+        view["gradable"] = problem.gradable
+        view["limits"] = problem.limits.model_dump()
+        view["parts"] = []
+    elif isinstance(problem, ManualProblem):
+        view["parts"] = [{"id": "b1", "kind": "essay", "points": 0.0}]
+    else:
+        view["parts"] = [
+            {"id": pid, "kind": spec.kind, "points": spec.points}
+            | ({"options": spec.options, "multi": spec.multi} if spec.kind == "choice" else {})
+            for pid, spec in zip(problem.part_ids(), problem.parts, strict=True)
+        ]
+        if isinstance(problem, ChoiceProblem):
+            view["options"] = problem.options
+    return view

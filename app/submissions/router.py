@@ -1,0 +1,179 @@
+"""Submissions: create (202 + status URL, ?wait=N for CI, Idempotency-Key), read, list."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request, Response
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from app.deps import PrincipalDep, SessionDep, SettingsDep
+from app.errors import Invalid
+from app.problemsets.service import loaded_version
+from app.submissions import service
+from app.submissions.models import Source
+from app.submissions.schemas import SubmissionCreate, SubmissionPublic, SubmissionSummary
+from app.submissions.views import submission_public, submission_summary
+
+router = APIRouter(prefix="/submissions", tags=["submissions"])
+
+_BODY_DOC: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/SubmissionCreate"}},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["problem_set", "problem"],
+                    "properties": {
+                        "problem_set": {"type": "string"},
+                        "problem": {"type": "string"},
+                        "file": {"type": "string", "format": "binary", "description": "a .py file (code problems)"},
+                        "answers": {"type": "string", "description": "JSON object: part id -> text"},
+                        "source": {"type": "string", "enum": ["web", "api", "ci"]},
+                    },
+                }
+            },
+        },
+    }
+}
+
+
+async def _parse_body(request: Request) -> SubmissionCreate:
+    content_type = request.headers.get("content-type", "")
+    try:
+        if content_type.startswith("multipart/form-data"):
+            return await _parse_form(request)
+        return SubmissionCreate.model_validate_json(await request.body())
+    except ValidationError as exc:
+        raise Invalid(_first_error(exc), field=".".join(str(x) for x in exc.errors()[0]["loc"])) from exc
+
+
+async def _parse_form(request: Request) -> SubmissionCreate:
+    form = await request.form()
+    data: dict[str, Any] = {k: v for k, v in form.items() if isinstance(v, str) and k != "answers"}
+    upload = form.get("file")
+    if isinstance(upload, UploadFile):
+        raw = await upload.read()
+        try:
+            data["code"] = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise Invalid(
+                f"{upload.filename or 'the file'} is not UTF-8 text (byte {exc.start}); save it as UTF-8",
+                field="file",
+            ) from exc
+    answers = form.get("answers")
+    if isinstance(answers, str):
+        try:
+            data["answers"] = json.loads(answers)
+        except json.JSONDecodeError as exc:
+            raise Invalid(f"answers is not valid JSON: {exc.msg}", field="answers") from exc
+    return SubmissionCreate.model_validate(data)
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(x) for x in err["loc"]) or "body"
+    return f"{where}: {err['msg']}"
+
+
+@router.post("", status_code=202, response_model=SubmissionPublic, openapi_extra=_BODY_DOC)
+async def create_submission(
+    request: Request,
+    response: Response,
+    principal: PrincipalDep,
+    settings: SettingsDep,
+    wait: Annotated[float, Query(ge=0, description="block up to N seconds for the result (CI)")] = 0,
+    idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
+) -> SubmissionPublic:
+    """Store a submission (status queued) for a worker to grade; 202 with its status URL.
+
+    JSON (answers or code) or multipart (a .py file). With ``?wait=N`` the call returns as soon as the grade is in,
+    or after N seconds with the current status. A repeated ``Idempotency-Key`` returns the first submission.
+    """
+    principal.require("submit")
+    body = await _parse_body(request)
+    source = Source(body.source) if body.source else (Source.CI if principal.via_token else Source.API)
+    user = principal.user
+
+    def store() -> tuple[int, bool]:
+        with request.app.state.session_factory() as session:
+            sub, created = service.create(
+                session,
+                settings=settings,
+                user=session.merge(user, load=False),
+                problem_set=body.problem_set,
+                problem_id=body.problem,
+                answers=body.answers,
+                code=body.code,
+                source=source,
+                idempotency_key=idempotency_key,
+            )
+            return sub.id, created
+
+    sub_id, created = await run_in_threadpool(store)
+    if created:
+        request.app.state.dispatch(sub_id)
+    response.headers["Location"] = f"/api/v1/submissions/{sub_id}"
+    return await _wait_and_read(request, sub_id, min(wait, settings.max_wait_s), principal)
+
+
+async def _wait_and_read(request: Request, sub_id: int, wait: float, principal: Any) -> SubmissionPublic:
+    deadline = time.monotonic() + wait
+    delay = 0.005
+    while True:
+        view, finished = await run_in_threadpool(_read, request, sub_id, principal)
+        if finished or time.monotonic() >= deadline:
+            return view
+        await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, 0.1)
+
+
+def _read(request: Request, sub_id: int, principal: Any) -> tuple[SubmissionPublic, bool]:
+    settings = request.app.state.settings
+    with request.app.state.session_factory() as session:
+        user = session.merge(principal.user, load=False)
+        sub = service.get(session, submission_id=sub_id, user=user)
+        loaded = loaded_version(settings, sub.problem_set_version)
+        return submission_public(sub, loaded, viewer_is_staff=user.is_staff), service.is_finished(sub)
+
+
+@router.get("/{submission_id}", response_model=SubmissionPublic)
+def get_submission(
+    submission_id: int, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
+) -> SubmissionPublic:
+    """A submission: status, score, and per-check results filtered by visibility. Others' submissions are 404."""
+    principal.require("read")
+    sub = service.get(session, submission_id=submission_id, user=principal.user)
+    loaded = loaded_version(settings, sub.problem_set_version)
+    return submission_public(sub, loaded, viewer_is_staff=principal.user.is_staff)
+
+
+@router.get("", response_model=list[SubmissionSummary])
+def list_submissions(
+    principal: PrincipalDep,
+    session: SessionDep,
+    problem_set: str | None = None,
+    problem: str | None = None,
+    user_id: int | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> list[SubmissionSummary]:
+    """Students see their own submissions; instructors see everyone's (filter with user_id)."""
+    principal.require("read")
+    rows = service.list_for(
+        session,
+        user=principal.user,
+        problem_set=problem_set,
+        problem_id=problem,
+        user_id=user_id,
+        limit=limit,
+        offset=offset,
+    )
+    return [submission_summary(s) for s in rows]

@@ -1,0 +1,67 @@
+"""Request and response models of the submission endpoints."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SubmissionCreate(BaseModel):
+    """Either ``answers`` (fill-in, choice, manual) or ``code`` (code problems)."""
+
+    model_config = ConfigDict(extra="forbid")
+    problem_set: str = Field(max_length=64, examples=["ch9"])
+    problem: str = Field(max_length=64, examples=["q1"])
+    answers: dict[str, str] | None = Field(default=None, examples=[{"b1": "sqrt(d_k)", "b2": "V"}])
+    code: str | None = Field(default=None, description="Python source defining the problem's entrypoints")
+    source: Literal["web", "api", "ci"] | None = Field(default=None, description="default: api (ci for tokens)")
+
+
+class CheckPublic(BaseModel):
+    name: str
+    category: str
+    passed: bool | None
+    score: float | None
+    max_score: float
+    feedback: str
+    visibility: str
+    duration_ms: float
+
+
+class SubmissionPublic(BaseModel):
+    id: int
+    status: str
+    status_url: str
+    problem_set: str
+    problem: str
+    version: int
+    attempt: int
+    source: str
+    user_id: int
+    created_at: datetime
+    graded_at: datetime | None
+    score: float | None = Field(description="automatic score of the checks you can see")
+    max_score: float | None
+    manual_score: float | None
+    final_score: float | None
+    verdict: str | None
+    message: str
+    checks: list[CheckPublic]
+    sealed_checks: int = Field(0, description="checks whose results open after the due date")
+    explanation: dict[str, str] | None = Field(None, description="the set's explanation, once graded")
+    error: str | None = Field(None, description="internal grading error (instructors only)")
+
+
+class SubmissionSummary(BaseModel):
+    id: int
+    status: str
+    problem_set: str
+    problem: str
+    attempt: int
+    user_id: int
+    created_at: datetime
+    final_score: float | None
+    max_score: float | None
+    verdict: str | None

@@ -1,0 +1,166 @@
+"""Submissions: store first (status queued), grade later in a worker; read back filtered by visibility."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from app.config import Settings
+from app.errors import Conflict, Invalid, NotFound
+from app.problemsets.models import ProblemSet, ProblemSetVersion
+from app.problemsets.service import get_latest, loaded_version
+from app.submissions.models import Source, Status, Submission
+from app.users.models import User
+from graders.answers.problem import answer_errors
+from graders.problemset.schema import CodeProblem
+
+
+def create(
+    session: Session,
+    *,
+    settings: Settings,
+    user: User,
+    problem_set: str,
+    problem_id: str,
+    answers: dict[str, str] | None = None,
+    code: str | None = None,
+    source: Source = Source.API,
+    idempotency_key: str | None = None,
+) -> tuple[Submission, bool]:
+    """Validate and store a submission as queued. Returns (submission, created); a repeated key returns the first."""
+    if idempotency_key:
+        existing = session.scalar(
+            select(Submission).where(Submission.user_id == user.id, Submission.idempotency_key == idempotency_key)
+        )
+        if existing is not None:
+            return _replay(existing, problem_set, problem_id, answers, code)
+    version = get_latest(session, problem_set, include_hidden=user.is_staff)
+    problem = loaded_version(settings, version).spec.problem(problem_id)
+    if problem is None:
+        raise Invalid(f"unknown problem {problem_id!r} in set {problem_set!r}", field="problem")
+    payload = _payload(problem, answers, code)
+    attempt = 1 + (
+        session.scalar(
+            select(func.count())
+            .select_from(Submission)
+            .join(ProblemSetVersion)
+            .where(
+                Submission.user_id == user.id,
+                Submission.problem_id == problem_id,
+                ProblemSetVersion.problem_set_id == version.problem_set_id,
+            )
+        )
+        or 0
+    )
+    submission = Submission(
+        user_id=user.id,
+        problem_set_version_id=version.id,
+        problem_id=problem_id,
+        kind="code" if code is not None else "answers",
+        payload=payload,
+        source=source,
+        attempt=attempt,
+        idempotency_key=idempotency_key,
+    )
+    session.add(submission)
+    try:
+        session.commit()
+    except IntegrityError:
+        # Two requests with the same Idempotency-Key raced; the other one won.
+        session.rollback()
+        if idempotency_key:
+            winner = session.scalar(
+                select(Submission).where(Submission.user_id == user.id, Submission.idempotency_key == idempotency_key)
+            )
+            if winner is not None:
+                return winner, False
+        raise
+    return submission, True
+
+
+def _payload(problem: Any, answers: dict[str, str] | None, code: str | None) -> dict[str, Any]:
+    if isinstance(problem, CodeProblem):
+        if code is None:
+            raise Invalid(f"problem {problem.id!r} is a code problem: send 'code' (or upload a .py file)", field="code")
+        if not problem.gradable:
+            raise Invalid(f"problem {problem.id!r} does not accept submissions yet", field="problem")
+        if len(code.encode()) > problem.limits.source_kb * 1024:
+            raise Invalid(f"source is larger than {problem.limits.source_kb} KiB", field="code")
+        return {"code": code}
+    if answers is None:
+        raise Invalid(f"problem {problem.id!r} takes 'answers': a map from part id to text", field="answers")
+    errors = answer_errors(problem, answers)
+    if errors:
+        raise Invalid("; ".join(errors), field="answers")
+    return {"answers": answers}
+
+
+def _replay(
+    existing: Submission, problem_set: str, problem_id: str, answers: dict[str, str] | None, code: str | None
+) -> tuple[Submission, bool]:
+    same = existing.problem_id == problem_id and json.dumps(existing.payload, sort_keys=True) == json.dumps(
+        {"code": code} if code is not None else {"answers": answers}, sort_keys=True
+    )
+    if not same:
+        raise Conflict("this Idempotency-Key was already used for a different submission", field="Idempotency-Key")
+    return existing, False
+
+
+def get(session: Session, *, submission_id: int, user: User) -> Submission:
+    """A submission with its checks and grade; students only see their own (others are 404, not 403)."""
+    submission = session.scalar(
+        select(Submission)
+        .where(Submission.id == submission_id)
+        .options(selectinload(Submission.checks), selectinload(Submission.grade))
+    )
+    if submission is None or (submission.user_id != user.id and not user.is_staff):
+        raise NotFound(f"no submission {submission_id}", field="submission_id")
+    return submission
+
+
+def list_for(
+    session: Session,
+    *,
+    user: User,
+    problem_set: str | None = None,
+    problem_id: str | None = None,
+    user_id: int | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> list[Submission]:
+    query = (
+        select(Submission)
+        .options(selectinload(Submission.grade))
+        .order_by(Submission.id.desc())
+        .limit(limit)
+        .offset(offset)
+    )
+    if not user.is_staff:
+        query = query.where(Submission.user_id == user.id)
+    elif user_id is not None:
+        query = query.where(Submission.user_id == user_id)
+    if problem_set is not None:
+        query = query.join(ProblemSetVersion).join(ProblemSet).where(ProblemSet.slug == problem_set)
+    if problem_id is not None:
+        query = query.where(Submission.problem_id == problem_id)
+    return list(session.scalars(query))
+
+
+def is_finished(submission: Submission) -> bool:
+    return submission.status in (Status.GRADED, Status.ERROR)
+
+
+def is_revealed(visibility: str, *, viewer_is_staff: bool, due_at: datetime | None, now: datetime) -> bool:
+    """Whether a student may see a check's outcome now.
+
+    Feedback is student-safe by construction (checks never print hidden inputs unless marked visible), so visible
+    and hidden checks are both reported; "after_due" checks stay sealed until the set's due date.
+    """
+    if viewer_is_staff or visibility != "after_due":
+        return True
+    return due_at is not None and now >= due_at

@@ -1,0 +1,59 @@
+"""Login/logout (session cookie for the web pages) and API tokens."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from app.deps import CurrentUser, SessionDep
+from app.errors import Unauthorized
+from app.users import service
+from app.users.schemas import LoginRequest, TokenCreate, TokenCreated, TokenPublic, UserPublic
+
+router = APIRouter(tags=["auth"])
+
+
+@router.post("/auth/login", response_model=UserPublic)
+def login(body: LoginRequest, request: Request, session: SessionDep) -> UserPublic:
+    """Check email and password; on success set the session cookie."""
+    user = service.authenticate(session, email=body.email, password=body.password)
+    if user is None:
+        raise Unauthorized("wrong email or password")
+    request.session.clear()
+    request.session["user_id"] = user.id
+    return UserPublic.model_validate(user)
+
+
+@router.post("/auth/logout", status_code=204)
+def logout(request: Request) -> None:
+    """Forget the session cookie."""
+    request.session.clear()
+
+
+@router.get("/auth/me", response_model=UserPublic)
+def me(user: CurrentUser) -> UserPublic:
+    """The logged-in user."""
+    return UserPublic.model_validate(user)
+
+
+@router.post("/tokens", response_model=TokenCreated, status_code=201)
+def create_token(body: TokenCreate, user: CurrentUser, session: SessionDep) -> TokenCreated:
+    """Create an API token for CI; the token is in the response once and is stored only hashed."""
+    token, plain = service.create_token(
+        session, user=user, name=body.name, scopes=body.scopes, expires_at=body.expires_at
+    )
+    session.commit()
+    return TokenCreated.model_validate({**TokenPublic.model_validate(token).model_dump(), "token": plain})
+
+
+@router.get("/tokens", response_model=list[TokenPublic])
+def list_tokens(user: CurrentUser, session: SessionDep) -> list[TokenPublic]:
+    """Your tokens (never their values)."""
+    return [TokenPublic.model_validate(t) for t in service.list_tokens(session, user=user)]
+
+
+@router.delete("/tokens/{token_id}", response_model=TokenPublic)
+def revoke_token(token_id: int, user: CurrentUser, session: SessionDep) -> TokenPublic:
+    """Revoke one of your tokens; it stops working at once."""
+    token = service.revoke_token(session, user=user, token_id=token_id)
+    session.commit()
+    return TokenPublic.model_validate(token)

@@ -1,0 +1,98 @@
+"""Users and tokens: create, authenticate by password or token, revoke."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.errors import Conflict, Invalid, NotFound
+from app.security import generate_password, generate_token, hash_password, hash_token, verify_password
+from app.users.models import ApiToken, Role, User
+
+SCOPES = ("submit", "read", "instructor")
+DEFAULT_SCOPES = ["submit", "read"]
+
+
+def create_user(
+    session: Session, *, email: str, role: Role, password: str | None = None, display_name: str = ""
+) -> tuple[User, str]:
+    """Create a user; returns (user, password). A random password is generated when none is given."""
+    email = email.strip().lower()
+    if "@" not in email or len(email) > 254:
+        raise Invalid(f"{email!r} is not an email address", field="email")
+    if session.scalar(select(User).where(User.email == email)) is not None:
+        raise Conflict(f"a user with email {email!r} already exists", field="email")
+    password = password or generate_password()
+    if len(password) < 8:
+        raise Invalid("passwords need at least 8 characters", field="password")
+    user = User(email=email, role=role, password_hash=hash_password(password), display_name=display_name)
+    session.add(user)
+    session.flush()
+    return user, password
+
+
+def authenticate(session: Session, *, email: str, password: str) -> User | None:
+    user = session.scalar(select(User).where(User.email == email.strip().lower()))
+    ok = verify_password(password, user.password_hash if user else None)
+    return user if ok and user is not None and user.is_active else None
+
+
+def create_token(
+    session: Session, *, user: User, name: str, scopes: list[str] | None = None, expires_at: datetime | None = None
+) -> tuple[ApiToken, str]:
+    """Create an API token; the plain value is returned once and never stored."""
+    scopes = sorted(set(scopes or DEFAULT_SCOPES))
+    unknown = [s for s in scopes if s not in SCOPES]
+    if unknown:
+        raise Invalid(f"unknown scopes {unknown}; expected some of {list(SCOPES)}", field="scopes")
+    if "instructor" in scopes and not user.is_staff:
+        raise Invalid("only instructors may hold the 'instructor' scope", field="scopes")
+    plain = generate_token()
+    token = ApiToken(
+        user_id=user.id,
+        name=name[:100] or "token",
+        prefix=plain[:12],
+        token_hash=hash_token(plain),
+        scopes=scopes,
+        expires_at=expires_at,
+    )
+    session.add(token)
+    session.flush()
+    return token, plain
+
+
+def user_for_token(session: Session, plain: str) -> tuple[User, ApiToken] | None:
+    token = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(plain)))
+    now = utcnow()
+    if token is None or token.revoked_at is not None or (token.expires_at and token.expires_at <= now):
+        return None
+    if not token.user.is_active:
+        return None
+    token.last_used_at = now
+    return token.user, token
+
+
+def list_tokens(session: Session, *, user: User) -> list[ApiToken]:
+    return list(session.scalars(select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.id)))
+
+
+def revoke_token(session: Session, *, user: User, token_id: int) -> ApiToken:
+    token = session.get(ApiToken, token_id)
+    if token is None or (token.user_id != user.id and user.role != Role.ADMIN):
+        raise NotFound(f"no token {token_id}", field="token_id")
+    token.revoked_at = token.revoked_at or utcnow()
+    return token
+
+
+def ensure_first_accounts(session: Session) -> list[tuple[str, str, str]]:
+    """On a fresh database, create one instructor and one student with random passwords (printed once by serve)."""
+    if session.scalar(select(User.id).limit(1)) is not None:
+        return []
+    created = []
+    for email, role in (("instructor@example.com", Role.INSTRUCTOR), ("student@example.com", Role.STUDENT)):
+        user, password = create_user(session, email=email, role=role, display_name=role.value.title())
+        created.append((user.email, str(role), password))
+    return created

@@ -1,0 +1,1 @@
+"""Grading dispatch: embedded worker threads (default) or Celery workers (with a broker). Never request handlers."""

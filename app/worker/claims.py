@@ -1,0 +1,89 @@
+"""Claiming jobs from the submission table: a conditional UPDATE, so two workers never take the same job.
+
+A claim is a lease: a worker that dies mid-grading leaves a RUNNING row whose lease runs out, and the next claim
+takes it again. On a restart, jobs held by dead processes of this host are requeued at once.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
+
+from app.db import utcnow
+from app.submissions.models import Status, Submission
+
+HOST = socket.gethostname()
+
+
+def worker_id(slot: int | str) -> str:
+    return f"{HOST}:{os.getpid()}:{slot}"
+
+
+def _claimable(now: datetime) -> ColumnElement[bool]:
+    return or_(
+        Submission.status == Status.QUEUED,
+        and_(Submission.status == Status.RUNNING, Submission.lease_until < now),
+    )
+
+
+def claim_next(session: Session, *, worker: str, lease_s: float) -> int | None:
+    """Take the oldest claimable job; returns its id, or None when there is nothing to do."""
+    now = utcnow()
+    candidates = session.scalars(select(Submission.id).where(_claimable(now)).order_by(Submission.id).limit(8)).all()
+    for candidate in candidates:
+        if claim(session, candidate, worker=worker, lease_s=lease_s):
+            return candidate
+    return None
+
+
+def claim(session: Session, submission_id: int, *, worker: str, lease_s: float) -> bool:
+    now = utcnow()
+    result = session.execute(
+        update(Submission)
+        .where(Submission.id == submission_id, _claimable(now))
+        .values(status=Status.RUNNING, claimed_by=worker, lease_until=now + timedelta(seconds=lease_s), started_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return result.rowcount == 1  # type: ignore[attr-defined]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def requeue_orphans(session: Session) -> int:
+    """Requeue RUNNING jobs claimed by processes of this host that no longer exist (a crash or a kill -9)."""
+    rows = session.execute(
+        select(Submission.id, Submission.claimed_by).where(
+            Submission.status == Status.RUNNING, Submission.claimed_by.like(f"{HOST}:%")
+        )
+    ).all()
+    dead = []
+    for sub_id, claimed_by in rows:
+        try:
+            pid = int((claimed_by or "").split(":")[1])
+        except (IndexError, ValueError):
+            continue
+        if pid != os.getpid() and not _pid_alive(pid):
+            dead.append(sub_id)
+    if dead:
+        session.execute(
+            update(Submission)
+            .where(Submission.id.in_(dead), Submission.status == Status.RUNNING)
+            .values(status=Status.QUEUED, claimed_by=None, lease_until=None)
+            .execution_options(synchronize_session=False)
+        )
+        session.commit()
+    return len(dead)

@@ -1,0 +1,49 @@
+"""One CodeGrader (warm sandbox zygotes) per process, built on first use from the settings."""
+
+from __future__ import annotations
+
+import threading
+
+from app.config import Settings
+from graders.code.checks import CheckSpec
+from graders.problemset.schema import CodeProblem
+from graders.problemset.validate import CodeGraderLike
+from graders.results import GradeResult
+
+
+class LazyCodeGrader:
+    """Builds the sandbox pool on first call, so answer-only deployments and tests never start a zygote."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._grader: CodeGraderLike | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> CodeGraderLike:
+        if self._grader is None:
+            with self._lock:
+                if self._grader is None:
+                    self._grader = build_code_grader(self.settings)
+        return self._grader
+
+    def grade(self, *, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult:
+        return self().grade(source=source, problem=problem, checks=checks)
+
+    def close(self) -> None:
+        if self._grader is not None:
+            self._grader.close()  # type: ignore[attr-defined]
+            self._grader = None
+
+
+def build_code_grader(settings: Settings) -> CodeGraderLike:
+    from graders.code.runner import CodeGrader
+
+    from graders.sandbox.config import SandboxConfig
+
+    config = SandboxConfig(
+        mode=settings.sandbox,
+        slots=max(1, settings.workers),
+        dev_mode=settings.dev_mode,
+        hidden_paths=[settings.data_dir.resolve(), settings.problems_dir.resolve()],
+    )
+    return CodeGrader(config)

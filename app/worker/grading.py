@@ -1,0 +1,119 @@
+"""Grade one claimed submission and record the result idempotently (a result is written once per claim)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+from sqlalchemy import delete
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.db import session_scope, utcnow
+from app.problemsets.models import ProblemSetVersion
+from app.problemsets.service import loaded_version
+from app.submissions.models import CheckResultRow, Grade, Status, Submission
+from graders.answers.problem import grade_answers
+from graders.code.checks import CheckSpec, load_checks
+from graders.problemset.loader import LoadedSet
+from graders.problemset.schema import CodeProblem
+from graders.problemset.validate import CodeGraderLike
+from graders.results import GradeResult
+
+log = logging.getLogger(__name__)
+GRADER_VERSION = "1"
+
+
+@lru_cache(maxsize=128)
+def _checks_for(path: str) -> list[CheckSpec]:
+    # The path lies in an unpacked version folder named by its content hash, so it never changes underneath us.
+    return load_checks(Path(path))
+
+
+def grade_payload(
+    loaded: LoadedSet, problem_id: str, payload: dict[str, object], code_grader: Callable[[], CodeGraderLike]
+) -> GradeResult:
+    """Grade a submission's payload against a loaded set (shared by workers and the offline CLI)."""
+    problem = loaded.spec.problem(problem_id)
+    if problem is None:
+        raise LookupError(f"problem {problem_id!r} is not in set {loaded.spec.id!r}")
+    if isinstance(problem, CodeProblem):
+        checks = _checks_for(str(loaded.root / problem.checks))
+        return code_grader().grade(source=str(payload["code"]), problem=problem, checks=checks)
+    answers = payload.get("answers")
+    return grade_answers(problem, answers if isinstance(answers, dict) else {})
+
+
+class GradingJob:
+    """Everything a worker needs to grade: settings, a session factory, and a lazily built code grader."""
+
+    def __init__(
+        self, settings: Settings, session_factory: sessionmaker[Session], code_grader: Callable[[], CodeGraderLike]
+    ) -> None:
+        self.settings = settings
+        self.session_factory = session_factory
+        self.code_grader = code_grader
+
+    def run(self, submission_id: int, worker: str) -> None:
+        with session_scope(self.session_factory) as session:
+            sub = session.get(Submission, submission_id)
+            if sub is None or sub.claimed_by != worker:
+                return
+            version = session.get(ProblemSetVersion, sub.problem_set_version_id)
+            assert version is not None
+            loaded = loaded_version(self.settings, version)
+            problem_id, payload = sub.problem_id, dict(sub.payload)
+        try:
+            result = grade_payload(loaded, problem_id, payload, self.code_grader)
+        except Exception as exc:  # any failure here is ours, not the student's: retry, never score 0
+            log.exception("internal error grading submission %s", submission_id)
+            self._record_failure(submission_id, worker, f"{type(exc).__name__}: {exc}")
+            return
+        self._record(submission_id, worker, result)
+
+    def _record(self, submission_id: int, worker: str, result: GradeResult) -> None:
+        with session_scope(self.session_factory) as session:
+            sub = session.get(Submission, submission_id, with_for_update=True)
+            if sub is None or sub.claimed_by != worker or sub.status != Status.RUNNING:
+                log.warning("submission %s was taken over while grading; result dropped", submission_id)
+                return
+            session.execute(delete(CheckResultRow).where(CheckResultRow.submission_id == submission_id))
+            session.execute(delete(Grade).where(Grade.submission_id == submission_id))
+            for position, check in enumerate(result.checks):
+                session.add(
+                    CheckResultRow(
+                        submission_id=submission_id,
+                        position=position,
+                        name=check.name,
+                        category=check.category,
+                        passed=check.passed,
+                        score=check.score,
+                        max_score=check.max_score,
+                        feedback=check.feedback,
+                        visibility=str(check.visibility),
+                        duration_ms=check.duration_ms,
+                    )
+                )
+            session.add(
+                Grade(
+                    submission_id=submission_id,
+                    auto_score=result.score,
+                    max_score=result.max_score,
+                    verdict=str(result.verdict),
+                    message=result.message,
+                    grader_version=GRADER_VERSION,
+                )
+            )
+            sub.status, sub.graded_at, sub.lease_until, sub.error = Status.GRADED, utcnow(), None, None
+
+    def _record_failure(self, submission_id: int, worker: str, message: str) -> None:
+        with session_scope(self.session_factory) as session:
+            sub = session.get(Submission, submission_id, with_for_update=True)
+            if sub is None or sub.claimed_by != worker:
+                return
+            sub.grading_attempts += 1
+            sub.error = f"internal grading error (attempt {sub.grading_attempts}): {message}"[:2000]
+            sub.lease_until = None
+            sub.status = Status.ERROR if sub.grading_attempts >= self.settings.max_grading_attempts else Status.QUEUED

@@ -1,0 +1,56 @@
+"""The embedded worker pool: threads in the API process (or in `autograder worker`) that claim and grade jobs."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from app.db import session_scope
+from app.worker.claims import claim_next, requeue_orphans, worker_id
+from app.worker.grading import GradingJob
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddedPool:
+    def __init__(self, job: GradingJob, size: int, *, poll_s: float = 1.0) -> None:
+        self.job = job
+        self.size = size
+        self.poll_s = poll_s
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        with session_scope(self.job.session_factory) as session:
+            requeued = requeue_orphans(session)
+        if requeued:
+            log.warning("requeued %d submission(s) interrupted by a previous crash", requeued)
+        for slot in range(self.size):
+            thread = threading.Thread(target=self._loop, args=(slot,), name=f"grader-{slot}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def notify(self) -> None:
+        """A new job was queued: wake the idle workers now rather than at their next poll."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def _loop(self, slot: int) -> None:
+        worker = worker_id(slot)
+        while not self._stop.is_set():
+            try:
+                with session_scope(self.job.session_factory) as session:
+                    job_id = claim_next(session, worker=worker, lease_s=self.job.settings.grading_lease_s)
+                if job_id is not None:
+                    self.job.run(job_id, worker)
+                    continue
+            except Exception:  # keep the worker alive; the job's lease makes it claimable again
+                log.exception("worker %s failed", worker)
+            self._wake.wait(self.poll_s)
+            self._wake.clear()
