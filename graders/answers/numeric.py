@@ -1,0 +1,80 @@
+"""Numeric answers: a number or a simple expression, compared by tolerance or by significant figures."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from graders.answers.expr_errors import ExprEvalError, ExprSyntaxError, ExprTooBig
+from graders.answers.normalize import fold_width, precheck, quote, right, strip_trailing_punct, wrong
+from graders.answers.result import PartResult
+from graders.answers.safe_expr import evaluate, parse_expression
+from graders.answers.specs import NumericSpec
+
+# 1,048,576 or 1,048,576.5: commas only count as thousands separators in groups of exactly three digits.
+_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])")
+
+
+def read_number(text: str) -> float:
+    """Read a number or expression such as ``0.67``, ``6.698e-1``, ``1,048,576``, ``2^20``, ``2/3``, ``66.7%``.
+
+    Raises:
+        ExprError: with a student-safe message when it cannot be read or evaluated.
+    """
+    text = strip_trailing_punct(fold_width(text).strip())
+    text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
+    scale = 1.0
+    if text.endswith("%"):
+        # A percentage is the fraction it names: "66.7%" is 0.667.
+        text, scale = text[:-1], 0.01
+    return evaluate(parse_expression(text)) * scale
+
+
+def round_sig(x: float, sig_figs: int) -> float:
+    """Round to ``sig_figs`` significant figures (0 stays 0)."""
+    return float(f"{x:.{sig_figs - 1}e}")
+
+
+def matches(value: float, spec: NumericSpec) -> bool:
+    """Whether a finite value earns the part: by significant figures when set, else |x-a| <= atol + rtol*|a|."""
+    if not math.isfinite(value):
+        return False
+    if spec.sig_figs is not None:
+        # Rounding both sides means extra correct digits are fine ("0.66976" for 0.670 at 3 figures).
+        return round_sig(value, spec.sig_figs) == round_sig(spec.answer, spec.sig_figs)
+    return abs(value - spec.answer) <= spec.atol + spec.rtol * abs(spec.answer)
+
+
+def format_number(value: float) -> str:
+    """Canonical text of a parsed number: ``0.67``, ``1048576``, ``0.666666666667``."""
+    return f"{value:.12g}"
+
+
+def grade_numeric(submitted: str, spec: NumericSpec) -> PartResult:
+    """Grade a numeric answer.
+
+    Accepts plain numbers, scientific notation, thousands separators, percentages, full-width digits and simple
+    expressions (``2^20``, ``2/3``, ``exp(1/sqrt(2))/(exp(1/sqrt(2))+1)``) read by the safe evaluator.
+
+    Args:
+        submitted: the student's raw text.
+        spec: the part's NumericSpec (answer, rtol/atol, or sig_figs).
+
+    Returns:
+        Full credit or none; ``normalized`` is the value read, e.g. ``"0.67"``.
+    """
+    rejected = precheck(submitted)
+    if rejected is not None:
+        return rejected
+    try:
+        value = read_number(submitted)
+    except ExprSyntaxError:
+        return wrong(f"expected a number, got {quote(submitted)}")
+    except (ExprTooBig, ExprEvalError) as err:
+        return wrong(f"could not evaluate this expression: {err}")
+    normalized = format_number(value)
+    if matches(value, spec):
+        return right(normalized)
+    if spec.sig_figs is not None:
+        return wrong(f"not the expected value (compared to {spec.sig_figs} significant figures)", normalized)
+    return wrong("not the expected value", normalized)
