@@ -6,13 +6,21 @@ import re
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from graders.answers.specs import ChoiceSpec, PartSpec
 
 ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
-# Paths inside a set: relative, no "..", no backslashes.
-REL_PATH = r"^(?!/)(?!.*\.\.)[A-Za-z0-9_./-]+$"
+
+
+def _relative_path(value: str) -> str:
+    """Paths inside a set: relative, no "..", plain characters only (they become archive member names)."""
+    if not re.fullmatch(r"[A-Za-z0-9_./-]+", value) or value.startswith("/") or ".." in value.split("/"):
+        raise ValueError(f"{value!r} must be a relative path inside the set (letters, digits, _ . / -; no '..')")
+    return value
+
+
+RelPath = Annotated[str, AfterValidator(_relative_path)]
 
 
 class _Model(BaseModel):
@@ -33,8 +41,8 @@ class RubricItem(_Model):
 class _Problem(_Model):
     id: str = Field(pattern=ID_PATTERN)
     title: str
-    prompt: str = Field(pattern=REL_PATH, description="a Markdown file under prompts/")
-    explanation: str | None = Field(default=None, description="Markdown shown after grading, when the set allows")
+    prompt: RelPath = Field(description="a Markdown file under prompts/")
+    explanation: RelPath | None = Field(default=None, description="Markdown shown after grading, when the set allows")
     rubric: list[RubricItem] = Field(default_factory=list, description="items an instructor scores by hand")
 
 
@@ -94,10 +102,10 @@ class CodeLimits(_Model):
 class CodeProblem(_Problem):
     kind: Literal["code"]
     entrypoints: list[str] = Field(min_length=1, description="function names the student must define")
-    checks: str = Field(pattern=REL_PATH, description="a Python file under checks/")
+    checks: RelPath = Field(description="a Python file under checks/")
     limits: CodeLimits = Field(default_factory=CodeLimits)
-    solutions: str | None = Field(default=None, pattern=REL_PATH, description="folder; default solutions/<id>")
-    mutants: str | None = Field(default=None, pattern=REL_PATH, description="folder; default mutants/<id>")
+    solutions: RelPath | None = Field(default=None, description="folder; default solutions/<id>")
+    mutants: RelPath | None = Field(default=None, description="folder; default mutants/<id>")
     # A code problem may be defined before its checks exist; it is then shown but not gradable.
     gradable: bool = True
 
