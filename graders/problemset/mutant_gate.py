@@ -1,0 +1,216 @@
+"""The mutant gate: every reference solution must get full marks and every known-wrong mutant must lose points.
+
+A mutant may declare which check category should catch it with a comment line ``# caught-by: masking`` (several
+comma-separated categories allowed); the gate then also requires that it lost points in a check of one of those
+categories, so a check that silently stops testing its property is noticed even if another check still fails.
+The result is a matrix files × checks, for the API (``to_dict``) and for ``autograder problems validate``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from graders.code.checks import CheckSpec, load_checks
+from graders.results import CATEGORIES, GradeResult, Verdict
+
+if TYPE_CHECKING:
+    from graders.problemset.schema import CodeProblem
+
+_CAUGHT_BY = re.compile(r"^#\s*caught-by:\s*(.+?)\s*$", re.MULTILINE)
+FileKind = Literal["solution", "mutant"]
+
+
+class GraderLike(Protocol):
+    def grade(self, *, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult: ...
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One check's result for one file."""
+
+    passed: bool
+    score: float
+    max_score: float
+
+
+@dataclass
+class FileRow:
+    """One graded solution or mutant: its total, verdict and per-check cells."""
+
+    kind: FileKind
+    path: str
+    score: float
+    max_score: float
+    verdict: str
+    cells: dict[str, Cell]
+    expected: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def full_marks(self) -> bool:
+        return self.max_score > 0 and self.score >= self.max_score - 1e-9
+
+    def lost_in(self, categories: dict[str, str]) -> list[str]:
+        """Categories of the checks in which this file lost points."""
+        return sorted({categories[name] for name, c in self.cells.items() if c.score < c.max_score - 1e-9})
+
+    def to_dict(self, categories: dict[str, str]) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "score": self.score,
+            "max_score": self.max_score,
+            "verdict": self.verdict,
+            "expected_categories": self.expected,
+            "lost_in_categories": self.lost_in(categories),
+            "seconds": round(self.seconds, 3),
+            "checks": {name: vars(cell) for name, cell in self.cells.items()},
+        }
+
+
+@dataclass
+class GateReport:
+    """The matrix of a problem's solutions and mutants against its checks, and what is wrong with it."""
+
+    problem_id: str
+    checks: list[CheckSpec]
+    rows: list[FileRow] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def categories(self) -> dict[str, str]:
+        return {c.name: c.category for c in self.checks}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "problem": self.problem_id,
+            "ok": self.ok,
+            "problems": self.problems,
+            "checks": [{"name": c.name, "category": c.category, "points": c.points} for c in self.checks],
+            "files": [row.to_dict(self.categories) for row in self.rows],
+        }
+
+    def render_text(self) -> str:
+        """The matrix as an aligned table: rows = files, columns = checks, cells ✓/✗ with the score."""
+        return render_table(self)
+
+
+def expected_categories(source: str) -> list[str]:
+    """The categories a mutant declares with ``# caught-by: a, b`` lines."""
+    found: list[str] = []
+    for match in _CAUGHT_BY.finditer(source):
+        found += [c.strip() for c in match.group(1).split(",") if c.strip()]
+    return found
+
+
+def grade_file(
+    grader: GraderLike, problem: CodeProblem, checks: list[CheckSpec], path: Path, kind: FileKind
+) -> FileRow:
+    source = path.read_text(encoding="utf-8")
+    start = time.perf_counter()
+    result = grader.grade(source=source, problem=problem, checks=checks)
+    cells = {c.name: Cell(c.passed, c.score, c.max_score) for c in result.checks}
+    expected = expected_categories(source) if kind == "mutant" else []
+    row = FileRow(kind, path.name, result.score, result.max_score, str(result.verdict), cells, expected)
+    row.seconds = time.perf_counter() - start
+    return row
+
+
+def row_problems(row: FileRow, where: str, categories: dict[str, str], total: float) -> list[str]:
+    """Why this row breaks the gate (empty when it is fine)."""
+    if row.verdict == Verdict.INTERNAL_ERROR:
+        return [f"{where}: the grader failed (internal error), so the file could not be judged"]
+    if row.kind == "solution":
+        if row.full_marks and row.max_score >= total - 1e-9:
+            return []
+        failed = [name for name, c in row.cells.items() if not c.passed]
+        return [f"{where}: reference solution scored {row.score:g}/{total:g} (failed: {', '.join(failed) or '-'})"]
+    if row.full_marks:
+        return [f"{where}: mutant not caught: it scored full marks ({row.score:g}/{row.max_score:g})"]
+    unknown = [c for c in row.expected if c not in CATEGORIES]
+    if unknown:
+        return [f"{where}: unknown caught-by categories {unknown}; expected some of {sorted(CATEGORIES)}"]
+    lost = row.lost_in(categories)
+    if row.expected and not set(row.expected) & set(lost):
+        return [
+            f"{where}: mutant declares caught-by {', '.join(row.expected)} but lost points only in "
+            f"{', '.join(lost) or 'no check'}"
+        ]
+    return []
+
+
+def _short(name: str, width: int = 9) -> str:
+    if len(name) <= width:
+        return name
+    parts = name.split("_")
+    if len(parts) > 1:
+        return "_".join(p[:4] for p in parts)[:width]
+    return name[: width - 1] + "…"
+
+
+def _cell(cell: Cell | None) -> str:
+    if cell is None:
+        return "-"
+    return f"{'✓' if cell.passed else '✗'} {cell.score:g}"
+
+
+def render_table(report: GateReport) -> str:
+    names = [c.name for c in report.checks]
+    heads = [_short(n) for n in names]
+    widths = [max(len(h), 6) for h in heads]
+    file_w = max([len(r.path) + 2 for r in report.rows] + [6])
+    lines = [
+        f"{report.problem_id}: {'OK' if report.ok else 'FAILED'} "
+        f"({sum(r.kind == 'solution' for r in report.rows)} solutions, {sum(r.kind == 'mutant' for r in report.rows)} "
+        "mutants; S = solution must score full marks, M = mutant must lose points)",
+        f"{'file':<{file_w}}  {'score':>11}  "
+        + "  ".join(f"{h:<{w}}" for h, w in zip(heads, widths, strict=True))
+        + "  expected to be caught by",
+    ]
+    for row in report.rows:
+        cells = "  ".join(f"{_cell(row.cells.get(n)):<{w}}" for n, w in zip(names, widths, strict=True))
+        total = f"{row.score:g}/{row.max_score:g}"
+        tag = "S" if row.kind == "solution" else "M"
+        lines.append(f"{tag} {row.path:<{file_w - 2}}  {total:>11}  {cells}  {', '.join(row.expected)}".rstrip())
+    legend = ", ".join(f"{_short(c.name)} = {c.name} ({c.category}, {c.points:g} pt)" for c in report.checks)
+    lines.append(f"columns: {legend}")
+    lines += [f"problem: {p}" for p in report.problems]
+    return "\n".join(lines)
+
+
+def _files(set_root: Path, folder: str) -> list[Path]:
+    return sorted((set_root / folder).glob("*.py")) if (set_root / folder).is_dir() else []
+
+
+def run_mutant_gate(problem: CodeProblem, set_root: Path, grader: GraderLike) -> GateReport:
+    """Grade every file in the problem's solutions and mutants folders and judge the matrix.
+
+    Args:
+        problem: the code problem (its checks file, solutions_dir() and mutants_dir()).
+        set_root: the folder holding problemset.yaml.
+        grader: anything with ``.grade(source=, problem=, checks=)`` (the sandboxed CodeGrader in production).
+
+    Returns:
+        The GateReport; ``ok`` when every solution has full marks and every mutant lost points as declared.
+    """
+    checks = load_checks(set_root / problem.checks)
+    report = GateReport(problem.id, checks)
+    total = sum(c.points for c in checks)
+    folders: list[tuple[FileKind, str]] = [("solution", problem.solutions_dir()), ("mutant", problem.mutants_dir())]
+    for kind, folder in folders:
+        files = _files(set_root, folder)
+        if kind == "solution" and not files:
+            report.problems.append(f"{folder}: no reference solution (*.py); at least one must score full marks")
+        for path in files:
+            row = grade_file(grader, problem, checks, path, kind)
+            report.rows.append(row)
+            report.problems += row_problems(row, f"{folder}/{path.name}", report.categories, total)
+    return report

@@ -1,0 +1,140 @@
+"""An in-process StudentProxy for TRUSTED instructor files (solutions, mutants): no sandbox, for tests and benches.
+
+It mimics the wire: arguments and results are copied (so in-place changes never reach the caller), exceptions
+cross as StudentError(type name, message), and Ref(name) resolves in the module's namespace. Never use it for
+student uploads: the code runs in this process.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from graders.code.checks import CheckFailed, CheckSpec, Ref, StudentError, Timing
+from graders.results import CheckResult, GradeResult, verdict_from_checks
+
+if TYPE_CHECKING:
+    from graders.problemset.schema import CodeProblem
+
+
+class DirectProxy:
+    """Runs a trusted source file's functions in this process, through the StudentProxy protocol."""
+
+    device = "cpu"
+
+    def __init__(self, source: str, filename: str = "<submission>") -> None:
+        self.namespace: dict[str, Any] = {"__name__": "submission"}
+        exec(compile(source, filename, "exec"), self.namespace)  # trusted instructor file only
+
+    def _copy_in(self, value: Any) -> Any:
+        if isinstance(value, Ref):
+            return self.namespace[value.name]
+        if isinstance(value, torch.Tensor):
+            return value.detach().clone()
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._copy_in(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self._copy_in(v) for k, v in value.items()}
+        return value
+
+    def _copy_out(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return value.detach().clone()
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._copy_out(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self._copy_out(v) for k, v in value.items()}
+        return value
+
+    def _run(self, func: Callable[[], Any]) -> Any:
+        try:
+            return func()
+        except Exception as err:
+            raise StudentError(type(err).__name__, str(err)) from err
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        fn = self.namespace[name]
+        args, kwargs = self._copy_in(args), self._copy_in(kwargs)
+        return self._copy_out(self._run(lambda: fn(*args, **kwargs)))
+
+    def define(self, source: str) -> None:
+        exec(compile(source, "<define>", "exec"), self.namespace)
+
+    def call_with_grad(
+        self, name: str, args: list[Any], kwargs: dict[str, Any], grad_outputs: list[Any], wrt: list[int]
+    ) -> tuple[Any, list[Any]]:
+        fn = self.namespace[name]
+        args, kwargs = list(self._copy_in(args)), self._copy_in(kwargs)
+        for i in wrt:
+            args[i] = args[i].requires_grad_(True)
+
+        def run() -> tuple[Any, list[Any]]:
+            outputs = fn(*args, **kwargs)
+            flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+            pairs = [
+                (o, g)
+                for o, g in zip(flat, grad_outputs, strict=False)
+                if g is not None and isinstance(o, torch.Tensor) and o.requires_grad
+            ]
+            leaves = [args[i] for i in wrt]
+            grads: list[Any] = [None] * len(wrt)
+            if pairs:
+                found = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True)
+                grads = list(found)
+            return outputs, grads
+
+        outputs, grads = self._run(run)
+        return self._copy_out(outputs), [self._copy_out(g) for g in grads]
+
+    def time(
+        self, name: str, args: list[Any], kwargs: dict[str, Any] | None = None, *, warmup: int = 2, repeat: int = 5
+    ) -> Timing:
+        fn = self.namespace[name]
+        args, kwargs = self._copy_in(args), self._copy_in(kwargs or {})
+        for _ in range(warmup):
+            self._run(lambda: fn(*args, **kwargs))
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            self._run(lambda: fn(*args, **kwargs))
+            times.append(time.perf_counter() - start)
+        return Timing(times)
+
+
+def run_check(spec: CheckSpec, proxy: DirectProxy) -> CheckResult:
+    """Run one check the way a grader does: pass = full points, CheckFailed = its fraction, else 0."""
+    start = time.perf_counter()
+    score, passed = 0.0, False
+    try:
+        feedback = spec.func(proxy) or "passed"
+        score, passed = spec.points, True
+    except CheckFailed as err:
+        feedback, score = err.feedback, spec.points * err.score_fraction
+    except AssertionError as err:
+        feedback = str(err) or "assertion failed"
+    except StudentError as err:
+        feedback = f"your code raised {err.type_name}: {err.message}"
+    except Exception:
+        feedback = "internal error in the check:\n" + traceback.format_exc(limit=3)
+    duration_ms = (time.perf_counter() - start) * 1e3
+    return CheckResult(
+        spec.name, spec.category, passed, round(score, 6), spec.points, feedback, spec.visibility, duration_ms
+    )
+
+
+class DirectGrader:
+    """Grades trusted files in-process (same interface as CodeGrader.grade) for tests before/without a sandbox."""
+
+    def grade(self, *, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult:
+        proxy = DirectProxy(source)
+        results = [run_check(spec, proxy) for spec in checks]
+        return GradeResult(verdict_from_checks(results), results)
+
+
+def load_direct(path: Path) -> DirectProxy:
+    return DirectProxy(path.read_text(encoding="utf-8"), str(path))
