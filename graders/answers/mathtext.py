@@ -17,8 +17,8 @@ _SQRT_GROUP = re.compile(r"√\s*(?=\()")
 _SQRT_TOKEN = re.compile(r"√\s*([^\W\d]\w*|\d+(?:\.\d*)?)")
 
 
-def _superscripts(text: str) -> str:
-    # Must run before NFKC, which would turn "d_k²" into "d_k2".
+def superscripts_to_powers(text: str) -> str:
+    """``x²`` -> ``x^(2)``; must run before NFKC, which would turn "d_k²" into "d_k2"."""
     return _SUPERSCRIPT_RUN.sub(lambda m: "^(" + m.group().translate(_SUPERSCRIPT_ASCII) + ")", text)
 
 
@@ -28,7 +28,7 @@ def unicode_math_to_ascii(text: str) -> str:
     ``√d_k`` -> ``sqrt(d_k)``, ``x²`` -> ``x^(2)``, ``2×3`` -> ``2*3``, ``π`` -> ``pi``, full-width forms to ASCII,
     and ``^`` to ``**``. The result is still only text; safe_expr parses it under a whitelist.
     """
-    text = fold_width(_superscripts(text)).translate(_OPERATORS)
+    text = fold_width(superscripts_to_powers(text)).translate(_OPERATORS)
     text = _SQRT_GROUP.sub("sqrt", text)
     text = _SQRT_TOKEN.sub(r"sqrt(\1)", text)
     return text.replace("^", "**")

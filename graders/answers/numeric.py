@@ -6,6 +6,7 @@ import math
 import re
 
 from graders.answers.expr_errors import ExprEvalError, ExprSyntaxError, ExprTooBig
+from graders.answers.mathtext import superscripts_to_powers
 from graders.answers.normalize import fold_width, precheck, quote, right, strip_trailing_punct, wrong
 from graders.answers.result import PartResult
 from graders.answers.safe_expr import evaluate, parse_expression
@@ -21,7 +22,7 @@ def read_number(text: str) -> float:
     Raises:
         ExprError: with a student-safe message when it cannot be read or evaluated.
     """
-    text = strip_trailing_punct(fold_width(text).strip())
+    text = strip_trailing_punct(fold_width(superscripts_to_powers(text)).strip())
     text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
     scale = 1.0
     if text.endswith("%"):

@@ -76,16 +76,16 @@ def grade_size(submitted: str, spec: SizeSpec) -> PartResult:
         return rejected
     read = read_amount(submitted)
     if read is None:
-        return wrong(f"expected a size such as '4 MiB' or '4194304 bytes', got {quote(submitted)}")
+        return wrong(f"expected a size such as '2 KiB' or '2048 bytes', got {quote(submitted)}")
     amount, unit = read
     if unit not in _UNITS:
         return wrong(f"unknown unit '{unit[:20]}'; use one of {_VALID_UNITS} or bytes")
     value = amount * _UNITS[unit]
     if value > _MAX_BYTES:
         return wrong("that size is far too large")
-    if value.denominator != 1:
+    if value.denominator != 1 and spec.rtol == 0:
         return wrong("a size in bytes must be a whole number of bytes", f"{float(value):g} B")
-    normalized = f"{value.numerator} B"
+    normalized = f"{round(value)} B"
     if _close(value, spec):
         return right(normalized)
     other = _OTHER_CONVENTION.get(unit)
