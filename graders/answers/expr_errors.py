@@ -25,3 +25,7 @@ class ExprTooBig(ExprError):
 
 class ExprEvalError(ExprError):
     """Readable but not evaluable: division by zero, log of a negative number, overflow."""
+
+
+class ExprOverflow(ExprEvalError):
+    """The value is too large for a float (or an exponent is too large to try)."""

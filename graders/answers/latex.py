@@ -122,8 +122,8 @@ class _Reader:
         if name in _FUNCTIONS or name in _GREEK:
             return f" {name} "
         if name in _TEXT_WRAPPERS:
-            # The content is a name, so no parentheses: \operatorname{Var}(X) must stay a call-like "Var(X)".
-            return " " + self._argument().strip("()") + " "
+            # The content is a name, so no parentheses or padding: \mathrm{d}_{\mathrm{model}} is d_model.
+            return self._argument().strip("()")
         if name in ("left", "right"):
             return self._delimiter()
         if name in _SPACING or name in (",", ";", "!", ":", " ", "(", ")", "[", "]"):

@@ -14,7 +14,14 @@ import math
 import re
 from collections.abc import Callable, Collection, Mapping
 
-from graders.answers.expr_errors import ExprError, ExprEvalError, ExprSyntaxError, ExprTooBig, UnknownName
+from graders.answers.expr_errors import (
+    ExprError,
+    ExprEvalError,
+    ExprOverflow,
+    ExprSyntaxError,
+    ExprTooBig,
+    UnknownName,
+)
 from graders.answers.latex import latex_to_plain
 from graders.answers.mathtext import unicode_math_to_ascii
 
@@ -38,6 +45,7 @@ CONSTANTS = {"pi": math.pi, "e": math.e}
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[^\W\d]\w*)|(?P<op>\*\*|[-+*/(),])|(?P<bad>\S))"
 )
+_LEADING_ZEROS = re.compile(r"^0+(?=\d)")
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 
 
@@ -47,7 +55,10 @@ def _tokenize(plain: str) -> list[tuple[str, str]]:
         kind = m.lastgroup or "bad"
         if kind == "bad":
             raise ExprSyntaxError(f"unexpected character '{m.group(kind)}'")
-        tokens.append((kind, m.group(kind)))
+        value = m.group(kind)
+        if kind == "num":
+            value = _LEADING_ZEROS.sub("", value)  # "007" is 7 to a student, a SyntaxError to Python
+        tokens.append((kind, value))
     return tokens
 
 
@@ -143,14 +154,14 @@ def _check_power(node: ast.BinOp) -> None:
         return
     try:
         exponent = evaluate(node.right)
-    except ExprEvalError as err:
-        raise ExprTooBig("an exponent in the expression cannot be evaluated") from err
+    except ExprOverflow as err:
+        raise ExprTooBig("an exponent in the expression is too large") from err
     if abs(exponent) > MAX_EXPONENT:
         raise ExprTooBig("an exponent in the expression is too large")
     if not _free_names(node.left):
         try:
             evaluate(node)
-        except ExprEvalError as err:
+        except ExprOverflow as err:
             raise ExprTooBig("a power in the expression is too large to evaluate") from err
 
 
@@ -213,13 +224,13 @@ def evaluate(node: ast.expr, env: Mapping[str, float] | None = None) -> float:
     except ZeroDivisionError as err:
         raise ExprEvalError("division by zero") from err
     except OverflowError as err:
-        raise ExprEvalError("the result is too large") from err
+        raise ExprOverflow("the result is too large") from err
     except (ValueError, TypeError) as err:
         if isinstance(err, ExprError):
             raise
         raise ExprEvalError("a function got a value outside its domain (e.g. log or sqrt of a negative)") from err
     if not math.isfinite(value):
-        raise ExprEvalError("the result is too large")
+        raise ExprOverflow("the result is too large")
     return value
 
 

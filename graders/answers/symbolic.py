@@ -36,7 +36,10 @@ COULD_NOT_EVALUATE = "could not evaluate this expression"
 @lru_cache(maxsize=256)
 def _expected_tree(answer: str, symbols: tuple[str, ...]) -> ast.expr:
     # The instructor's formula; an error here is a problem-set bug and is raised, not graded.
-    return parse_expression(answer, symbols)
+    try:
+        return parse_expression(answer, symbols)
+    except ExprError as err:
+        raise ValueError(f"the expected expression {answer!r} is invalid: {err}") from err
 
 
 def _points(symbols: tuple[str, ...]) -> list[dict[str, float]]:

@@ -1,9 +1,11 @@
 """A small pool of worker processes that run SymPy ``simplify`` under a hard time limit.
 
 ``simplify`` can take minutes on adversarial input and a thread cannot be stopped, so the work runs in a separate
-process that is killed when it overruns. Workers are started with the 'spawn' method (no inherited state or locks
-from the grading process), import SymPy once, and then serve many requests, so only the first escalation pays the
-start-up cost. Requests and replies are JSON over a pipe: nothing is pickled.
+process (symbolic_worker) that is killed when it overruns. Workers are plain subprocesses rather than
+multiprocessing children, so this also works inside daemonic processes such as Celery's prefork workers, and they
+inherit no state, locks or secrets from the grading process. Each worker imports SymPy once and then serves many
+requests, so only the first escalation pays the start-up cost. Requests and replies are JSON lines: nothing is
+pickled.
 
 Only answers the cheap in-process numeric check cannot decide come here (see symbolic.py).
 """
@@ -11,83 +13,77 @@ Only answers the cheap in-process numeric check cannot decide come here (see sym
 from __future__ import annotations
 
 import json
-import multiprocessing
+import os
+import select
+import subprocess
+import sys
 import threading
 from collections.abc import Sequence
-from multiprocessing.connection import Connection
-from typing import Any, Literal
+from typing import Literal
 
 SIMPLIFY_TIMEOUT_S = 3.0
 START_TIMEOUT_S = 60.0
 MAX_IDLE_WORKERS = 2
 MAX_REQUESTS_PER_WORKER = 500  # recycle now and then: SymPy's caches only grow
-WORKER_MEMORY_BYTES = 2 * 1024**3
 
 Verdict = Literal["equal", "different", "error", "timeout"]
 
 
-def _limit_memory() -> None:
-    try:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY_BYTES, WORKER_MEMORY_BYTES))
-    except (ImportError, ValueError, OSError):
-        pass  # not available on this platform; the time limit still holds
-
-
-def _serve(conn: Connection) -> None:
-    """Worker main loop: answer simplify requests until the pipe closes."""
-    from graders.answers.symbolic_sympy import simplify_equal
-
-    _limit_memory()
-    conn.send_bytes(b'"ready"')
-    while True:
-        try:
-            request = json.loads(conn.recv_bytes())
-        except (EOFError, OSError):
-            return
-        try:
-            equal = simplify_equal(request["student"], request["expected"], request["symbols"])
-            reply = "equal" if equal else "different"
-        except Exception:  # any SymPy failure (MemoryError included) is "could not decide"
-            reply = "error"
-        conn.send_bytes(json.dumps(reply).encode())
+def _worker_env() -> dict[str, str]:
+    # Only what is needed to import this package: no secrets from the service's environment.
+    path = os.pathsep.join(p for p in sys.path if p)
+    return {"PYTHONPATH": path, "PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 class _Worker:
     def __init__(self) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child_conn = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, args=(child_conn,), daemon=True, name="symbolic-simplify")
-        self.process.start()
-        child_conn.close()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "graders.answers.symbolic_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=_worker_env(),
+        )
         self.requests = 0
 
-    def wait_ready(self) -> bool:
-        return self.conn.poll(START_TIMEOUT_S) and self._recv() == "ready"
-
-    def _recv(self) -> Any:
-        try:
-            return json.loads(self.conn.recv_bytes(maxlength=1024))
-        except (EOFError, OSError, ValueError):
+    def _read(self, timeout: float) -> str | None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        ready, _, _ = select.select([stdout], [], [], timeout)
+        if not ready:
             return None
+        try:
+            reply = json.loads(stdout.readline(1024))
+        except ValueError:  # EOF (the worker died) or a garbled line
+            return None
+        return reply if isinstance(reply, str) else None
 
-    def ask(self, request: dict[str, Any], timeout: float) -> Verdict | None:
+    def wait_ready(self) -> bool:
+        return self._read(START_TIMEOUT_S) == "ready"
+
+    def ask(self, request: dict[str, object], timeout: float) -> Verdict | None:
         """Send one request; None when the worker overran the timeout or died."""
         self.requests += 1
+        stdin = self.process.stdin
+        assert stdin is not None
         try:
-            self.conn.send_bytes(json.dumps(request).encode())
+            stdin.write(json.dumps(request).encode() + b"\n")
+            stdin.flush()
         except OSError:
             return None
-        if not self.conn.poll(timeout):
-            return None
-        reply = self._recv()
-        return reply if reply in ("equal", "different", "error") else None
+        reply = self._read(timeout)
+        verdicts: dict[str | None, Verdict] = {"equal": "equal", "different": "different", "error": "error"}
+        return verdicts.get(reply)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
     def stop(self) -> None:
         self.process.kill()
-        self.process.join(timeout=5)
-        self.conn.close()
+        self.process.wait(timeout=5)
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
 
 
 _idle: list[_Worker] = []
@@ -98,10 +94,13 @@ def _take() -> _Worker | None:
     with _lock:
         while _idle:
             worker = _idle.pop()
-            if worker.process.is_alive():
+            if worker.alive():
                 return worker
             worker.stop()
-    worker = _Worker()
+    try:
+        worker = _Worker()
+    except OSError:
+        return None
     if worker.wait_ready():
         return worker
     worker.stop()
@@ -131,7 +130,7 @@ def check_equal(student: str, expected: str, symbols: Sequence[str], timeout: fl
     worker = _take()
     if worker is None:
         return "error"
-    request = {"student": student, "expected": expected, "symbols": list(symbols)}
+    request: dict[str, object] = {"student": student, "expected": expected, "symbols": list(symbols)}
     verdict = worker.ask(request, SIMPLIFY_TIMEOUT_S if timeout is None else timeout)
     if verdict is None:
         worker.stop()

@@ -132,3 +132,20 @@ def test_empty(answer: str) -> None:
     result = grade_symbolic(answer, SQRT_DK)
     assert not result.correct
     assert result.feedback in ("no answer given", "expected a formula such as sqrt(d_k), got '$$': empty expression")
+
+
+def test_no_worker_means_could_not_evaluate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(symbolic_pool, "_take", lambda: None)
+    result = grade_symbolic("sqrt(d_k) + exp(1000 + d_k) - exp(1000 + d_k)", SQRT_DK)
+    assert not result.correct and result.feedback.startswith("could not evaluate this expression")
+
+
+def test_worker_environment_carries_no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOGRADER_SECRET_KEY", "do-not-leak")
+    assert set(symbolic_pool._worker_env()) == {"PYTHONPATH", "PATH", "PYTHONDONTWRITEBYTECODE"}
+
+
+def test_invalid_expected_expression_is_a_problem_set_error() -> None:
+    spec = SymbolicSpec(kind="symbolic", answer="sqrt(x)", symbols=["d_k"])
+    with pytest.raises(ValueError, match="expected expression"):
+        grade_symbolic("sqrt(d_k)", spec)
