@@ -24,6 +24,7 @@ from graders.answers.expr_errors import (
 )
 from graders.answers.latex import latex_to_plain
 from graders.answers.mathtext import unicode_math_to_ascii
+from graders.answers.normalize import strip_trailing_punct
 
 MAX_CHARS = 500
 MAX_DEPTH = 50
@@ -90,7 +91,8 @@ def to_python_syntax(text: str) -> str:
     """Normalise LaTeX/Unicode math to the plain Python-syntax text that is handed to ``ast.parse``."""
     if len(text) > MAX_CHARS:
         raise ExprTooBig(f"the expression is too long (at most {MAX_CHARS} characters)")
-    plain = unicode_math_to_ascii(latex_to_plain(text))
+    # Trailing sentence punctuation ("sqrt(d_k)。") is not part of the formula; "2." loses nothing either.
+    plain = unicode_math_to_ascii(latex_to_plain(strip_trailing_punct(text.strip())))
     _check_nesting(plain)
     return _with_implicit_products(_tokenize(plain))
 
@@ -145,7 +147,9 @@ class _Validator:
 
 
 def _free_names(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Name) and n.id not in CONSTANTS for n in ast.walk(node))
+    """Whether the tree mentions a symbol (function names and the constants pi, e do not count)."""
+    called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+    return any(isinstance(n, ast.Name) and n.id not in CONSTANTS and id(n) not in called for n in ast.walk(node))
 
 
 def _check_power(node: ast.BinOp) -> None:
@@ -202,6 +206,12 @@ def parse_expression(text: str, symbols: Collection[str] = ()) -> ast.expr:
     except (RecursionError, MemoryError) as err:
         raise ExprTooBig("the expression is too deeply nested") from err
     _Validator(_symbol_table(symbols)).check(tree.body)
+    if not _free_names(tree.body):
+        # A constant that overflows (1e308*1e308) is refused here, so no caller escalates it to SymPy.
+        try:
+            evaluate(tree.body)
+        except ExprOverflow as err:
+            raise ExprTooBig("a number in the expression is too large") from err
     return tree.body
 
 
