@@ -156,6 +156,17 @@ def _short(name: str, width: int = 9) -> str:
     return name[: width - 1] + "…"
 
 
+def _short_names(names: list[str]) -> list[str]:
+    """Column headers: short, and unique (a clash gets a number, e.g. two "loop_matc" columns)."""
+    heads: list[str] = []
+    for name in names:
+        head = _short(name)
+        if head in heads:
+            head = f"{head[:7]}{len(heads) + 1}"
+        heads.append(head)
+    return heads
+
+
 def _cell(cell: Cell | None) -> str:
     if cell is None:
         return "-"
@@ -164,7 +175,7 @@ def _cell(cell: Cell | None) -> str:
 
 def render_table(report: GateReport) -> str:
     names = [c.name for c in report.checks]
-    heads = [_short(n) for n in names]
+    heads = _short_names(names)
     widths = [max(len(h), 6) for h in heads]
     file_w = max([len(r.path) + 2 for r in report.rows] + [6])
     lines = [
@@ -180,7 +191,9 @@ def render_table(report: GateReport) -> str:
         total = f"{row.score:g}/{row.max_score:g}"
         tag = "S" if row.kind == "solution" else "M"
         lines.append(f"{tag} {row.path:<{file_w - 2}}  {total:>11}  {cells}  {', '.join(row.expected)}".rstrip())
-    legend = ", ".join(f"{_short(c.name)} = {c.name} ({c.category}, {c.points:g} pt)" for c in report.checks)
+    legend = ", ".join(
+        f"{head} = {c.name} ({c.category}, {c.points:g} pt)" for head, c in zip(heads, report.checks, strict=True)
+    )
     lines.append(f"columns: {legend}")
     lines += [f"problem: {p}" for p in report.problems]
     return "\n".join(lines)

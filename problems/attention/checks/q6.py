@@ -1,0 +1,21 @@
+"""Checks of q6: ``attention_loop(q, k, v)`` and ``attention_batched(q, k, v)`` (no masks), 12 points.
+
+Each version is checked against the reference on its own (values on non-symmetric inputs, float64 gradients,
+large scores); then they are compared with each other; then timed over several T.
+"""
+
+from graders.code.attention import gradient_check, softmax_axis_check, stability_check
+from graders.code.attention.loop_vs_batched import agreement_check, speedup_check
+
+LOOP, BATCHED = "attention_loop", "attention_batched"
+
+CHECKS = [
+    softmax_axis_check(points=2, entry=LOOP, name="loop_matches_reference"),
+    softmax_axis_check(points=2, entry=BATCHED, name="batched_matches_reference"),
+    gradient_check(points=1, entry=LOOP, name="loop_gradient", masks=False),
+    gradient_check(points=1, entry=BATCHED, name="batched_gradient", masks=False),
+    stability_check(points=1, entry=LOOP, name="loop_stability"),
+    stability_check(points=1, entry=BATCHED, name="batched_stability"),
+    agreement_check(points=2, loop_entry=LOOP, batched_entry=BATCHED),
+    speedup_check(points=2, loop_entry=LOOP, batched_entry=BATCHED, sizes=(32, 128, 512), min_speedup=3),
+]

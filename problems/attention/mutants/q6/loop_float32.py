@@ -1,0 +1,25 @@
+"""Mutant: the loop casts to float32, so its float64 gradients lose precision and its output dtype changes."""
+
+# caught-by: gradient
+import math
+
+import torch
+
+
+def attention_loop(q, k, v):
+    q, k, v = q.float(), k.float(), v.float()
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    outputs, weights = [], []
+    for i in range(q.shape[-2]):
+        scores = (k @ q[..., i, :, None])[..., 0] * scale
+        e = torch.exp(scores - scores.max(dim=-1, keepdim=True).values)
+        w = e / e.sum(dim=-1, keepdim=True)
+        weights.append(w)
+        outputs.append((w[..., None] * v).sum(dim=-2))
+    return torch.stack(outputs, dim=-2), torch.stack(weights, dim=-2)
+
+
+def attention_batched(q, k, v):
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights

@@ -1,0 +1,23 @@
+"""Mutant: the loop version forgets to divide the scores by sqrt(D)."""
+
+# caught-by: softmax_axis
+import math
+
+import torch
+
+
+def attention_loop(q, k, v):
+    outputs, weights = [], []
+    for i in range(q.shape[-2]):
+        scores = (k @ q[..., i, :, None])[..., 0]
+        e = torch.exp(scores - scores.max(dim=-1, keepdim=True).values)
+        w = e / e.sum(dim=-1, keepdim=True)
+        weights.append(w)
+        outputs.append((w[..., None] * v).sum(dim=-2))
+    return torch.stack(outputs, dim=-2), torch.stack(weights, dim=-2)
+
+
+def attention_batched(q, k, v):
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
