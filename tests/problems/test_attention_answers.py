@@ -152,7 +152,33 @@ CASES: list[Case] = [
 ]
 
 
-@pytest.mark.parametrize(("problem", "part", "answer", "expected"), CASES)
+# Realistic answers the graders get wrong today; strict, so a grader fix turns them into failures to move into CASES.
+KNOWN_GRADER_GAPS = [
+    pytest.param(
+        "q4",
+        "b7",
+        "BT^2d",
+        True,
+        marks=pytest.mark.xfail(strict=True, reason="symbolic: juxtaposed one-letter symbols read as one name 'BT'"),
+    ),
+    pytest.param(
+        "q4",
+        "b8",
+        "BHT^2",
+        True,
+        marks=pytest.mark.xfail(strict=True, reason="symbolic: juxtaposed one-letter symbols read as one name 'BHT'"),
+    ),
+    pytest.param(
+        "q4",
+        "b5",
+        "1 048 576",
+        True,
+        marks=pytest.mark.xfail(strict=True, reason="numeric: spaces as thousands separators are not read"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("problem", "part", "answer", "expected"), CASES + KNOWN_GRADER_GAPS)
 def test_answer(load_set, problem, part, answer, expected):
     result = grade_part(answer, part_spec(load_set(SET_ID), problem, part))
     assert result.correct is expected, f"{problem}.{part} {answer!r}: {result.feedback}"
