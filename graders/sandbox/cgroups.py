@@ -1,0 +1,112 @@
+"""Per-child cgroup v1 groups (memory and pids) created under the trusted process's own groups.
+
+The PARENT writes the child's pid (0.3 ms; a child moving itself costs ~9 ms). The groups also give the cleanup a
+complete list of the run's processes, double-forked daemons included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import signal
+import time
+from pathlib import Path
+
+V1_ROOT = Path("/sys/fs/cgroup")
+_counter = itertools.count()
+
+
+def _own_group(controller: str) -> Path | None:
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, names, path = line.split(":", 2)
+        if controller in names.split(","):
+            group = V1_ROOT / controller / path.lstrip("/")
+            return group if (group / "cgroup.procs").exists() and os.access(group, os.W_OK) else None
+    return None
+
+
+class ChildCgroup:
+    def __init__(self, memory: Path, pids: Path | None) -> None:
+        self.memory, self.pids = memory, pids
+
+    def add(self, pid: int) -> None:
+        for group in (self.memory, self.pids):
+            if group is not None:
+                (group / "cgroup.procs").write_text(str(pid))
+
+    def procs(self) -> list[int]:
+        found: set[int] = set()
+        for group in (self.memory, self.pids):
+            if group is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    found |= {int(x) for x in (group / "cgroup.procs").read_text().split()}
+        return sorted(found)
+
+    def kill_all(self, timeout_s: float = 5.0) -> bool:
+        """SIGKILL every member until none is left (a fork bomb keeps forking while it is killed)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            members = self.procs()
+            if not members:
+                return True
+            for pid in members:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.002)
+        return not self.procs()
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel's OOM killer or the limit fired in this group."""
+        with contextlib.suppress(OSError, ValueError):
+            for line in (self.memory / "memory.oom_control").read_text().splitlines():
+                if line.startswith("oom_kill ") and int(line.split()[1]) > 0:
+                    return True
+        with contextlib.suppress(OSError, ValueError):
+            return int((self.memory / "memory.failcnt").read_text()) > 0
+        return False
+
+    def remove(self) -> None:
+        for group in (self.memory, self.pids):
+            if group is None:
+                continue
+            for _ in range(50):
+                try:
+                    group.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+
+
+class CgroupV1:
+    """Factory of child groups; ``detect()`` returns None where cgroup v1 memory is not writable (not root)."""
+
+    def __init__(self, memory: Path, pids: Path | None) -> None:
+        self.memory_parent, self.pids_parent = memory, pids
+
+    @classmethod
+    def detect(cls) -> CgroupV1 | None:
+        memory = _own_group("memory")
+        if memory is None or not (memory / "memory.limit_in_bytes").exists():
+            return None
+        return cls(memory, _own_group("pids"))
+
+    def create(self, memory_bytes: int, pids_max: int) -> ChildCgroup:
+        name = f"autograder-{os.getpid()}-{next(_counter)}"
+        memory = self.memory_parent / name
+        memory.mkdir()
+        (memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
+        with contextlib.suppress(OSError):  # absent without swap accounting
+            (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+        pids = None
+        if self.pids_parent is not None:
+            pids = self.pids_parent / name
+            pids.mkdir()
+            (pids / "pids.max").write_text(str(pids_max))
+        return ChildCgroup(memory, pids)

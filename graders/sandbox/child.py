@@ -1,0 +1,212 @@
+"""The jailed child: receives the student's source as bytes, runs it in a fresh module, serves calls, exits.
+
+Everything here runs after lock_down, beside student code that may have patched anything in this process: the
+child only ever reports data (values, exception type and message); the trusted side decides what it means.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import os
+import sys
+import traceback
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from graders.sandbox import codec, lockdown, wire
+
+SUBMISSION_FILE = "submission.py"
+MESSAGE_CHARS = 2000
+
+
+class Usage(Exception):
+    """The check asked for something impossible (an instructor error, reported as such)."""
+
+
+def _exception_reply(exc: BaseException) -> dict[str, Any]:
+    try:
+        message = str(exc)[:MESSAGE_CHARS]
+    except BaseException:
+        message = "<the exception's message could not be printed>"
+    where = ""
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == SUBMISSION_FILE:
+            where = f"line {lineno}, in {frame.f_code.co_name}"
+    return {"error": "raised", "type": type(exc).__name__[:200], "message": message, "where": where}
+
+
+def _tensors_in(value: Any) -> list[torch.Tensor]:
+    """The tensors of an output, depth first, in the order grad_outputs refer to them."""
+    if type(value) is torch.Tensor:
+        return [value]
+    if type(value) in (list, tuple):
+        return [t for item in value for t in _tensors_in(item)]
+    if type(value) is dict:
+        return [t for item in value.values() for t in _tensors_in(item)]
+    return []
+
+
+class Server:
+    def __init__(self, device: str, caps: codec.Caps) -> None:
+        self.device, self.caps = device, caps
+        self.module: types.ModuleType | None = None
+        self.helpers: dict[str, Any] = {"__builtins__": builtins, "__name__": "autograder_helpers"}
+        self.timed: tuple[Callable[..., Any], list[Any], dict[str, Any]] | None = None
+        self.reader = wire.FrameReader(caps.max_bytes)
+
+    def serve(self) -> None:
+        while True:
+            frame = wire.read_frame_blocking(lockdown.RPC_IN_FD, self.reader)
+            if frame is None:
+                return
+            reply, buffers = self.handle(frame)
+            reply["id"] = frame.msg.get("id")
+            _flush_std()
+            wire.write_all(lockdown.RPC_OUT_FD, wire.encode_frame(reply, buffers))
+
+    def handle(self, frame: wire.Frame) -> tuple[dict[str, Any], list[Any]]:
+        op = frame.msg.get("op")
+        handler = {
+            "load": self.load,
+            "define": self.define,
+            "call": self.call,
+            "time_prepare": self.time_prepare,
+            "time_run": self.time_run,
+        }.get(str(op))
+        if handler is None:
+            return {"error": "usage", "message": f"unknown op {op!r}"}, []
+        try:
+            return handler(frame)
+        except Usage as exc:
+            return {"error": "usage", "message": str(exc)}, []
+        except codec.ValueRefused as exc:
+            return {"error": "bad_return", "message": str(exc)}, []
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt from student code are outcomes too
+            return _exception_reply(exc), []
+
+    def load(self, frame: wire.Frame) -> tuple[dict[str, Any], list[Any]]:
+        source = bytes(frame.buffers[0]) if frame.buffers else b""
+        try:
+            code = compile(source, SUBMISSION_FILE, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            return {"error": "syntax", "line": exc.lineno, "message": str(exc.msg)[:MESSAGE_CHARS]}, []
+        except ValueError as exc:  # null bytes, bad encoding declarations
+            return {"error": "syntax", "line": None, "message": str(exc)[:MESSAGE_CHARS]}, []
+        module = types.ModuleType("submission")
+        module.__file__ = SUBMISSION_FILE
+        sys.modules["submission"] = module
+        self.module = module
+        self.helpers["submission"] = module
+        exec(code, module.__dict__)  # noqa: S102 - this is the jailed child; running student code is its job
+        names = sorted(k for k, v in list(module.__dict__.items()) if callable(v) and not k.startswith("__"))
+        return {"ok": True, "names": names[:200]}, []
+
+    def define(self, frame: wire.Frame) -> tuple[dict[str, Any], list[Any]]:
+        source = bytes(frame.buffers[0]) if frame.buffers else b""
+        exec(compile(source, "<autograder helpers>", "exec", dont_inherit=True), self.helpers)  # noqa: S102
+        return {"ok": True}, []
+
+    def _function(self, name: Any) -> Callable[..., Any]:
+        fn = getattr(self.module, str(name), None) if self.module is not None else None
+        if fn is None or not callable(fn):
+            raise Usage(f"the submission defines no function named {name!r}")
+        return fn
+
+    def _arguments(self, frame: wire.Frame) -> tuple[list[Any], dict[str, Any]]:
+        args = self._decode(frame.msg.get("args"), frame.buffers)
+        kwargs = self._decode(frame.msg.get("kwargs"), frame.buffers)
+        if type(args) is not tuple or type(kwargs) is not dict:
+            raise Usage("args must be a tuple and kwargs a dict")
+        return list(args), kwargs
+
+    def _decode(self, tree: Any, buffers: list[bytearray]) -> Any:
+        return codec.decode_value(
+            tree, buffers, self.caps, resolve_ref=self._resolve, device=lambda kind: torch.device(self.device)
+        )
+
+    def _resolve(self, name: str) -> Any:
+        if name not in self.helpers:
+            raise Usage(f"no helper named {name!r} was defined")
+        return self.helpers[name]
+
+    def call(self, frame: wire.Frame) -> tuple[dict[str, Any], list[Any]]:
+        fn = self._function(frame.msg.get("name"))
+        args, kwargs = self._arguments(frame)
+        grad = frame.msg.get("grad")
+        if grad is None:
+            tree, buffers = codec.encode_value(fn(*args, **kwargs), self.caps)
+            return {"ok": True, "value": tree}, buffers
+        return self._call_with_grad(fn, args, kwargs, grad, frame.buffers)
+
+    def _call_with_grad(
+        self, fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], grad: Any, buffers: list[bytearray]
+    ) -> tuple[dict[str, Any], list[Any]]:
+        wrt = grad.get("wrt") if type(grad) is dict else None
+        if type(wrt) is not list or not all(type(i) is int and 0 <= i < len(args) for i in wrt):
+            raise Usage("wrt must list positional argument indices")
+        for i in wrt:
+            if type(args[i]) is not torch.Tensor or not (args[i].is_floating_point() or args[i].is_complex()):
+                raise Usage(f"argument {i} is not a floating-point tensor; no gradient can reach it")
+            args[i] = args[i].detach().requires_grad_(True)
+        grad_outputs = self._decode(grad.get("grad_outputs"), buffers)
+        out = fn(*args, **kwargs)
+        codec.encode_value(out, self.caps)  # refuse a bad return type before running backward on it
+        outs = _tensors_in(out)
+        if type(grad_outputs) is not list or len(grad_outputs) != len(outs):
+            raise Usage(f"grad_outputs has {len(grad_outputs)} entries but the function returned {len(outs)} tensors")
+        pairs = [(o, g) for o, g in zip(outs, grad_outputs, strict=True) if g is not None and o.requires_grad]
+        inputs = [args[i] for i in wrt]
+        grads: list[Any] = [None] * len(inputs)
+        if pairs:
+            found = torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True)
+            grads = [None if g is None else g.detach() for g in found]
+        tree, out_buffers = codec.encode_value((out, grads), self.caps)
+        return {"ok": True, "value": tree}, out_buffers
+
+    def time_prepare(self, frame: wire.Frame) -> tuple[dict[str, Any], list[Any]]:
+        fn = self._function(frame.msg.get("name"))
+        args, kwargs = self._arguments(frame)
+        self.timed = (fn, args, kwargs)
+        return {"ok": True}, []
+
+    def time_run(self, frame: wire.Frame) -> tuple[dict[str, Any], list[Any]]:
+        if self.timed is None:
+            raise Usage("time_run before time_prepare")
+        fn, args, kwargs = self.timed
+        fn(*args, **kwargs)
+        if self.device == "cuda":  # timing is wall clock on the trusted side: wait for the kernels here
+            torch.cuda.synchronize()
+        return {"ok": True}, []
+
+
+def _flush_std() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+
+
+def run_child(spec: lockdown.ChildSpec, fds: tuple[int, int, int], device: str, caps: codec.Caps) -> None:
+    """Entry point in the freshly forked child; never returns."""
+    status = 0
+    try:
+        lockdown.lock_down(spec, *fds)
+    except BaseException as exc:
+        _report_lockdown_failure(exc)
+        os._exit(70)
+    try:
+        wire.write_all(lockdown.RPC_OUT_FD, wire.encode_frame({"op": "ready"}))
+        Server(device, caps).serve()
+    except BaseException:
+        status = 71
+    _flush_std()
+    os._exit(status)
+
+
+def _report_lockdown_failure(exc: BaseException) -> None:
+    msg = {"op": "lockdown_failed", "error": f"{type(exc).__name__}: {exc}"[:MESSAGE_CHARS]}
+    with contextlib.suppress(BaseException):  # the fd layout may not be in place yet: then the parent sees EOF
+        wire.write_all(lockdown.RPC_OUT_FD, wire.encode_frame(msg))

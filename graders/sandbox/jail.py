@@ -1,0 +1,118 @@
+"""The command line that starts a zygote: inside bubblewrap (mode "bwrap") or bare (mode "unsafe-local").
+
+The jail's filesystem is built from nothing: read-only binds of what Python and torch need (the system's /usr, the
+Python install, the venv's site-packages, and this graders/sandbox package at a neutral path). The repository, its
+problems/, the data dir and anything secret are simply not there; hidden paths that happen to sit under a bound
+directory are masked on top.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+from graders.sandbox.config import SandboxConfig
+from graders.sandbox.errors import SandboxError
+
+SANDBOX_PACKAGE = Path(__file__).resolve().parent
+SOURCE_ROOT = SANDBOX_PACKAGE.parents[1]  # the folder that holds graders/
+JAIL_ROOT = "/opt/autograder"
+JAIL_WORK = "/w"
+# What the zygote (root inside the jail) needs: uid change and netns for children, chown and cleanup of their
+# working dir, and SIGKILL to their leftovers. Every other capability is dropped.
+ZYGOTE_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SYS_ADMIN", "CAP_CHOWN", "CAP_KILL", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
+CLEAN_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def default_hidden_paths() -> list[Path]:
+    """Paths never visible in the jail whatever the config says: the problem sets next to this package."""
+    return [SOURCE_ROOT / "problems"]
+
+
+def site_packages() -> list[Path]:
+    paths = {Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib")}
+    return sorted(p for p in paths if p.is_dir())
+
+
+def python_binary() -> Path:
+    return Path(os.path.realpath(sys.executable))
+
+
+def bootstrap(paths: list[str]) -> str:
+    return f"import sys; sys.path[:0] = {paths!r}; from graders.sandbox.zygote import main; main()"
+
+
+def zygote_argv(config: SandboxConfig, ctl_fd: int, work_root: str) -> list[str]:
+    """The full argv of one zygote."""
+    tail = [str(ctl_fd), work_root, config.device, str(config.max_transfer_mb * 2**20)]
+    if not config.sandboxed:
+        return [sys.executable, "-I", "-c", bootstrap([str(SOURCE_ROOT)]), *tail, "0"]
+    binds = _binds(config)
+    jail_paths = [f"{JAIL_ROOT}/src"] + [dest for src, dest in binds if src in site_packages()]
+    python = [str(python_binary()), "-I", "-S", "-c", bootstrap(jail_paths), *tail, "1"]
+    return [*_bwrap_options(config, binds), *python]
+
+
+def _binds(config: SandboxConfig) -> list[tuple[Path, str]]:
+    binds: list[tuple[Path, str]] = [(Path("/usr"), "/usr")]
+    prefix = Path(sys.base_prefix).resolve()
+    if not prefix.is_relative_to("/usr"):
+        binds.append((prefix, str(prefix)))
+    binds += [(p, f"{JAIL_ROOT}/site-{i}") for i, p in enumerate(site_packages())]
+    binds.append((SANDBOX_PACKAGE, f"{JAIL_ROOT}/src/graders/sandbox"))
+    hidden = [p.resolve() for p in [*config.hidden_paths, *default_hidden_paths()]]
+    for src, _ in binds:
+        for h in hidden:
+            if src.is_relative_to(h):
+                raise SandboxError(f"the jail would need {src}, which lies inside the hidden path {h}")
+    return binds
+
+
+def _bwrap_options(config: SandboxConfig, binds: list[tuple[Path, str]]) -> list[str]:
+    opts = [config.bwrap_path, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    opts += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]
+    for key, value in CLEAN_ENV.items():
+        opts += ["--setenv", key, value]
+    opts += ["--cap-drop", "ALL"] + [arg for cap in ZYGOTE_CAPS for arg in ("--cap-add", cap)]
+    opts += _parent_dirs([dest for _, dest in binds])
+    for src, dest in binds:
+        opts += ["--ro-bind", str(src), dest]
+    for name in ("lib", "lib64", "bin", "sbin"):
+        host = Path("/") / name
+        if host.is_symlink():
+            opts += ["--symlink", os.readlink(host), f"/{name}"]
+        elif host.is_dir():
+            opts += ["--ro-bind", str(host), f"/{name}"]
+    if Path("/etc/ld.so.cache").exists():
+        opts += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    opts += ["--dev", "/dev", "--proc", "/proc", "--size", "1048576", "--tmpfs", "/tmp"]  # noqa: S108 - an empty, root-owned /tmp inside the jail
+    opts += ["--size", str(config.workdir_mb * 2**20), "--tmpfs", JAIL_WORK, "--chdir", JAIL_WORK]
+    opts += _mask_hidden(config, binds)
+    if config.device == "cuda":
+        opts += _gpu_binds()
+    return opts
+
+
+def _parent_dirs(dests: list[str]) -> list[str]:
+    """bwrap creates missing parents of a bind target with a restrictive mode: make them traversable (0755)."""
+    parents = sorted({str(p) for d in dests for p in Path(d).parents if str(p) != "/"}, key=len)
+    return [arg for p in parents for arg in ("--perms", "0755", "--dir", p)]
+
+
+def _mask_hidden(config: SandboxConfig, binds: list[tuple[Path, str]]) -> list[str]:
+    """Hidden paths under a bound directory get an empty tmpfs (dirs) or /dev/null (files) on top."""
+    opts: list[str] = []
+    for hidden in [p.resolve() for p in config.hidden_paths]:
+        for src, dest in binds:
+            if hidden.is_relative_to(src) and hidden.exists():
+                inside = str(Path(dest) / hidden.relative_to(src))
+                opts += ["--tmpfs", inside] if hidden.is_dir() else ["--ro-bind", "/dev/null", inside]
+    return opts
+
+
+def _gpu_binds() -> list[str]:
+    """NVIDIA device nodes and the sysfs the driver reads; only used on GPU workers."""
+    opts = [arg for dev in sorted(Path("/dev").glob("nvidia*")) for arg in ("--dev-bind", str(dev), str(dev))]
+    return [*opts, "--ro-bind", "/sys", "/sys"]

@@ -1,0 +1,124 @@
+"""Steps the forked child takes, in this order, before it runs a single line of student code.
+
+The order was measured to work (SANDBOX-NOTES.md): setsid -> keep only the pipes -> wait while the parent puts
+the pid in a memory cgroup -> unshare the network -> rlimits -> drop to the slot's uid -> one torch thread ->
+seccomp -> fresh working dir. Each step is a small function so that the order reads in ``lock_down``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+import resource
+from dataclasses import dataclass
+
+import torch
+
+# The child's fd layout after keep_only_fds: stdin is /dev/null, stdout and stderr go to the capture pipe.
+RPC_IN_FD, RPC_OUT_FD = 3, 4
+CLONE_NEWNET = 0x40000000
+PR_SET_NO_NEW_PRIVS = 38
+_MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    """What the trusted side asks of one child (sent as JSON through the zygote)."""
+
+    workdir: str
+    sandboxed: bool  # False only in unsafe-local mode: no netns, no uid change, no seccomp
+    uid: int | None
+    memory_mb: int
+    memory_by_rlimit: bool  # True when no memory cgroup holds the child
+    cpu_s: int
+    nproc: int
+    fsize_mb: int
+    nofile: int
+
+
+def keep_only_fds(rpc_in: int, rpc_out: int, output: int) -> None:
+    """Move the three pipes to the fixed layout and close every other fd the zygote had."""
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in (rpc_in, rpc_out, output)]
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    for target, source in ((0, devnull), (1, high[2]), (2, high[2]), (RPC_IN_FD, high[0]), (RPC_OUT_FD, high[1])):
+        os.dup2(source, target)
+    os.closerange(RPC_OUT_FD + 1, 1 << 20)
+
+
+def wait_for_go() -> None:
+    """Block until the trusted side has placed this pid in its cgroup (it then writes one byte)."""
+    if os.read(RPC_IN_FD, 1) != b"G":
+        raise RuntimeError("the trusted side did not release the child")
+
+
+def unshare_network() -> None:
+    """A fresh, empty network namespace: no loopback services, no sockets to the outside."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET) failed")
+
+
+def vm_size_bytes() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("VmSize missing from /proc/self/status")
+
+
+def set_rlimits(spec: ChildSpec) -> None:
+    limits = [
+        # CPU: the soft limit sends SIGXCPU, the hard one a SIGKILL that cannot be ignored.
+        (resource.RLIMIT_CPU, spec.cpu_s, spec.cpu_s + 1),
+        (resource.RLIMIT_FSIZE, spec.fsize_mb * _MiB, spec.fsize_mb * _MiB),
+        (resource.RLIMIT_NOFILE, spec.nofile, spec.nofile),
+        (resource.RLIMIT_CORE, 0, 0),
+    ]
+    if spec.sandboxed:  # per uid machine-wide: only meaningful for the slot's own uid
+        limits.append((resource.RLIMIT_NPROC, spec.nproc, spec.nproc))
+    if spec.memory_by_rlimit:  # the warmed zygote already maps ~660 MiB: the budget comes on top
+        total = vm_size_bytes() + spec.memory_mb * _MiB
+        limits.append((resource.RLIMIT_AS, total, total))
+    for which, soft, hard in limits:
+        resource.setrlimit(which, (soft, hard))
+
+
+def drop_privileges(uid: int) -> None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() != uid or os.geteuid() != uid:
+        raise RuntimeError("uid change did not stick")
+
+
+def no_new_privs() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+
+
+def enter_workdir(path: str) -> None:
+    os.chdir(path)
+    os.environ.clear()
+    os.environ.update({"HOME": path, "TMPDIR": path, "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
+
+
+def lock_down(spec: ChildSpec, rpc_in: int, rpc_out: int, output: int) -> None:
+    """Apply every step in the measured order. Raises on any failure: the child must then exit unused."""
+    os.setsid()
+    keep_only_fds(rpc_in, rpc_out, output)
+    wait_for_go()
+    if spec.sandboxed:
+        unshare_network()
+    set_rlimits(spec)
+    if spec.sandboxed:
+        assert spec.uid is not None
+        drop_privileges(spec.uid)
+    torch.set_num_threads(1)
+    no_new_privs()
+    if spec.sandboxed:
+        from graders.sandbox import seccomp_filter
+
+        seccomp_filter.install()
+    enter_workdir(spec.workdir)

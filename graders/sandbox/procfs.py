@@ -1,0 +1,63 @@
+"""Reading /proc on the trusted side: map a pid seen inside the jail's pid namespace to the host's pid."""
+
+from __future__ import annotations
+
+import os
+
+
+def children(pid: int) -> list[int]:
+    """Children of every thread of ``pid`` (empty when it is gone)."""
+    found: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                found += [int(x) for x in fh.read().split()]
+        except OSError:
+            continue
+    return found
+
+
+def ns_pids(pid: int) -> list[int]:
+    """The NSpid line: the pid as seen from the host's namespace first, the innermost last."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    return [int(x) for x in line.split()[1:]]
+    except OSError:
+        pass
+    return []
+
+
+def find_descendant(root: int, inner_pid: int, max_depth: int = 4) -> int | None:
+    """The host pid of the descendant of ``root`` whose innermost pid is ``inner_pid``."""
+    frontier = [root]
+    for _ in range(max_depth):
+        frontier = [c for p in frontier for c in children(p)]
+        for pid in frontier:
+            nspid = ns_pids(pid)
+            if len(nspid) > 1 and nspid[-1] == inner_pid:
+                return pid
+    return None
+
+
+def pids_of_uid(uid: int) -> list[int]:
+    """Every host process whose real uid is ``uid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as fh:
+                for line in fh:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) == uid:
+                            found.append(int(entry))
+                        break
+        except (OSError, ValueError):
+            continue
+    return found

@@ -1,0 +1,99 @@
+"""One slot: a uid leased for its lifetime, a warm zygote, and the spawning of one child per submission."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from dataclasses import asdict
+
+from graders.sandbox import uids
+from graders.sandbox.cgroups import CgroupV1, ChildCgroup
+from graders.sandbox.channel import ChildChannel, widen_pipe
+from graders.sandbox.config import RunLimits, SandboxConfig
+from graders.sandbox.errors import SandboxError
+from graders.sandbox.lockdown import ChildSpec
+from graders.sandbox.student_process import ChildHandles, StudentProcess
+from graders.sandbox.zygote_client import ZygoteClient
+
+
+class Slot:
+    def __init__(self, config: SandboxConfig, cgroups: CgroupV1 | None) -> None:
+        self.config, self.cgroups = config, cgroups
+        self.lease = uids.lease_uid(config.uid_base, config.lock_dir) if config.sandboxed else None
+        self.zygote: ZygoteClient | None = None
+
+    @property
+    def uid(self) -> int | None:
+        return self.lease.uid if self.lease is not None else None
+
+    def ensure_zygote(self) -> ZygoteClient:
+        if self.zygote is None or not self.zygote.alive():
+            self.restart()
+        assert self.zygote is not None
+        return self.zygote
+
+    def restart(self) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
+        self.zygote = ZygoteClient(self.config)
+
+    def spawn(self, limits: RunLimits) -> StudentProcess:
+        """Fork a locked-down child, ready for the submission's source. Raises SandboxError on internal failure."""
+        zygote = self.ensure_zygote()
+        pipes = [os.pipe() for _ in range(3)]  # requests, replies, output
+        for r, _ in pipes[:2]:
+            widen_pipe(r)
+        (req_r, req_w), (rep_r, rep_w), (out_r, out_w) = pipes
+        spec = self._spec(zygote.work_root, limits)
+        try:
+            inner = int(zygote.request({"op": "spawn", "spec": asdict(spec)}, [req_r, rep_w, out_w])["pid"])
+        finally:
+            for fd in (req_r, rep_w, out_w):
+                os.close(fd)
+        channel = ChildChannel(
+            req_w, rep_r, out_r, output_cap=limits.output_kb * 1024, max_payload=self.config.max_transfer_mb * 2**20
+        )
+        handles = ChildHandles(zygote, inner, -1, self.uid, spec.workdir, None, limits)
+        process = StudentProcess(handles, channel)
+        try:
+            handles.host_pid = zygote.child_host_pid(inner)
+            handles.cgroup = self._cgroup(limits)
+            if handles.cgroup is not None:
+                handles.cgroup.add(handles.host_pid)
+            os.write(req_w, b"G")  # the child may now lock itself down and load code
+            process.wait_ready()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                process.finish()
+            raise
+        return process
+
+    def _cgroup(self, limits: RunLimits) -> ChildCgroup | None:
+        if self.cgroups is None:
+            return None
+        try:
+            return self.cgroups.create(limits.memory_mb * 2**20, limits.nproc)
+        except OSError as exc:
+            raise SandboxError(f"cannot create the child's cgroup: {exc}") from exc
+
+    def _spec(self, work_root: str, limits: RunLimits) -> ChildSpec:
+        return ChildSpec(
+            workdir=f"{work_root}/run",
+            sandboxed=self.config.sandboxed,
+            uid=self.uid,
+            memory_mb=limits.memory_mb,
+            memory_by_rlimit=self.cgroups is None,
+            cpu_s=max(1, math.ceil(limits.cpu_s)),
+            nproc=limits.nproc,
+            fsize_mb=min(limits.fsize_mb, self.config.workdir_mb),
+            nofile=limits.nofile,
+        )
+
+    def close(self) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
+        if self.lease is not None:
+            self.lease.release()

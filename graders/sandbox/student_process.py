@@ -1,0 +1,149 @@
+"""The trusted side's handle on one jailed child running one submission: requests, deadlines, cleanup.
+
+Every way the child can stop answering becomes a RunEnded with a student-facing cause (timeout, memory, output,
+exited, protocol). Internal failures before the child is ready raise SandboxError instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from graders.sandbox import procfs, wire
+from graders.sandbox.cgroups import ChildCgroup
+from graders.sandbox.channel import ChildChannel, ChildClosed, OutputExceeded
+from graders.sandbox.config import RunLimits
+from graders.sandbox.errors import RunEnded, SandboxError, WireError
+from graders.sandbox.zygote_client import ZygoteClient
+
+READY_TIMEOUT_S = 30.0
+PROTOCOL_MESSAGE = (
+    "the channel between your code and the grader was corrupted (does your code write to file descriptors it did "
+    "not open?)"
+)
+
+
+@dataclass
+class RunReport:
+    output: bytes
+    output_total: int
+    exit_status: int | None
+
+
+@dataclass
+class ChildHandles:
+    zygote: ZygoteClient
+    inner_pid: int
+    host_pid: int
+    uid: int | None
+    workdir: str
+    cgroup: ChildCgroup | None
+    limits: RunLimits
+
+
+class StudentProcess:
+    def __init__(self, handles: ChildHandles, channel: ChildChannel) -> None:
+        self.h, self.channel = handles, channel
+        self.ended: RunEnded | None = None
+        self.exit_status: int | None = None
+        self._finished = False
+
+    def wait_ready(self) -> None:
+        """The child's first frame says whether lockdown succeeded; anything else is an internal failure."""
+        try:
+            frame = self.channel.receive(time.monotonic() + READY_TIMEOUT_S)
+        except (TimeoutError, ChildClosed, OutputExceeded, WireError) as exc:
+            raise SandboxError(f"the child did not start: {type(exc).__name__}") from exc
+        if frame.msg.get("op") != "ready":
+            raise SandboxError(f"the child failed its lockdown: {str(frame.msg.get('error'))[:500]}")
+
+    def request(
+        self, msg: dict[str, Any], buffers: list[Any], timeout_s: float, *, limit_s: float | None = None
+    ) -> wire.Frame:
+        """One round trip. Raises RunEnded when the child cannot answer (and is then already killed).
+
+        Args:
+            timeout_s: wall-clock budget of this round trip.
+            limit_s: the limit named to the student if it runs out (defaults to timeout_s).
+        """
+        if self.ended is not None:
+            raise self.ended
+        msg = {**msg, "id": secrets.token_hex(8)}  # a reply forged in advance cannot carry this
+        deadline = time.monotonic() + timeout_s
+        try:
+            self.channel.send(wire.encode_frame(msg, buffers), deadline)
+            frame = self.channel.receive(deadline)
+        except TimeoutError:
+            raise self._end("timeout", f"ran past the {limit_s or timeout_s:g} s limit") from None
+        except OutputExceeded:
+            raise self._end("output", f"printed more than {self.h.limits.output_kb} KiB of output") from None
+        except WireError:
+            raise self._end("protocol", PROTOCOL_MESSAGE) from None
+        except ChildClosed:
+            raise self._died() from None
+        if frame.msg.get("id") != msg["id"]:
+            raise self._end("protocol", PROTOCOL_MESSAGE)
+        return frame
+
+    def end_run(self, cause: str, message: str) -> RunEnded:
+        """Stop the run for a reason found by the caller (a reply it could not accept)."""
+        return self._end(cause, message)
+
+    def _end(self, cause: str, message: str) -> RunEnded:
+        self.kill()
+        self.ended = RunEnded(cause, message)
+        return self.ended
+
+    def _died(self) -> RunEnded:
+        """The child went away on its own: find out why from the cgroup and its exit status."""
+        self.kill()
+        self._reap()
+        status = self.exit_status
+        if self.h.cgroup is not None and self.h.cgroup.oom_killed():
+            return self._end("memory", f"memory limit of {self.h.limits.memory_mb} MiB exceeded")
+        if status is not None and status >= 0 and os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            if sig in (signal.SIGXCPU, signal.SIGKILL):
+                return self._end("timeout", f"used more than the {self.h.limits.cpu_s} s CPU time limit")
+            return self._end("exited", f"the process was killed by signal {signal.Signals(sig).name}")
+        code = os.WEXITSTATUS(status) if status is not None and status >= 0 and os.WIFEXITED(status) else "unknown"
+        return self._end("exited", f"your code ended the process (exit status {code})")
+
+    def kill(self) -> None:
+        """SIGKILL the child's whole tree: its cgroup, its process group, and (sandboxed) every process of its uid."""
+        if self.h.cgroup is not None:
+            self.h.cgroup.kill_all()
+        with contextlib.suppress(OSError):
+            os.killpg(self.h.host_pid, signal.SIGKILL)
+        if self.h.uid is not None:
+            for pid in procfs.pids_of_uid(self.h.uid):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+
+    def _reap(self) -> None:
+        if self.exit_status is None:
+            reply = self.h.zygote.request(
+                {"op": "reap", "pid": self.h.inner_pid, "uid": self.h.uid, "workdir": self.h.workdir}
+            )
+            status = reply.get("status")
+            self.exit_status = status if type(status) is int else -1
+
+    def finish(self) -> RunReport:
+        """Kill, reap, wipe and release everything of this run. Raises SandboxError if the zygote failed."""
+        if not self._finished:
+            self._finished = True
+            try:
+                self.kill()
+                self._reap()
+                self.channel.drain_output()
+            finally:
+                self.channel.close()
+                if self.h.cgroup is not None:
+                    self.h.cgroup.kill_all()
+                    self.h.cgroup.remove()
+        return RunReport(bytes(self.channel.output), self.channel.output_total, self.exit_status)
