@@ -1,0 +1,105 @@
+"""The autograder CLI: offline grading, set validation and display, account commands."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from app.cli.main import app
+from app.config import get_settings
+from tests.conftest import FIXTURE_SETS, REPO
+
+
+@pytest.fixture
+def run(tmp_path: Path):  # type: ignore[no-untyped-def]
+    runner = CliRunner()
+    env = {"AUTOGRADER_DATA_DIR": str(tmp_path / "data"), "AUTOGRADER_PROBLEMS_DIR": str(REPO / "problems")}
+
+    def invoke(*args: str):  # type: ignore[no-untyped-def]
+        get_settings.cache_clear()
+        try:
+            return runner.invoke(app, list(args), env=env)
+        finally:
+            get_settings.cache_clear()
+
+    return invoke
+
+
+def test_grade_answers_offline_json(run) -> None:  # type: ignore[no-untyped-def]
+    answers = {"b1": "√d_k", "b2": "V", "b3": "查找的信息", "b4": "匹配", "b5": "内容"}
+    result = run("grade", "--set", "ch9", "--problem", "q1", "--answers", json.dumps(answers), "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["score"] == doc["max_score"] == 5.0
+    assert doc["verdict"] == "accepted"
+    assert [c["name"] for c in doc["checks"]] == ["b1", "b2", "b3", "b4", "b5"]
+    assert set(doc["checks"][0]) == {"name", "category", "passed", "score", "max_score", "feedback"}
+
+
+def test_grade_wrong_answer_exits_1_with_feedback(run) -> None:  # type: ignore[no-untyped-def]
+    result = run("grade", "--set", "ch9", "--problem", "q2", "--answers", '{"b1": "A"}', "--json")
+    assert result.exit_code == 1
+    doc = json.loads(result.output)
+    assert doc["score"] == 0 and doc["checks"][0]["feedback"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "nope", "--problem", "q1", "--answers", "{}"], "no problem set 'nope'"),
+        (["--set", "ch9", "--problem", "q9", "--answers", "{}"], "no problem 'q9'"),
+        (["--set", "ch9", "--problem", "q1", "--answers", "{not json"], "not valid JSON"),
+        (["--set", "ch9", "--problem", "q1", "--answers", '{"b9": "x"}'], "unknown part 'b9'"),
+    ],
+)
+def test_grade_bad_input_exits_2(run, args, message) -> None:  # type: ignore[no-untyped-def]
+    result = run("grade", *args)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_validate_ok_and_broken(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ok = run("problems", "validate", str(FIXTURE_SETS / "basic"))
+    assert ok.exit_code == 0, ok.output
+    assert "OK" in ok.output
+    broken = tmp_path / "broken"
+    shutil.copytree(FIXTURE_SETS / "basic", broken)
+    text = (broken / "problemset.yaml").read_text().replace("answer: 32", "answer: thirty-two")
+    (broken / "problemset.yaml").write_text(text.replace("title: Choice", "titel: Choice"))
+    bad = run("problems", "validate", str(broken))
+    assert bad.exit_code == 1
+    assert "problems[0] (t1).parts[1].answer" in bad.output
+    assert "problems[1] (t2).titel: unknown field" in bad.output
+
+
+def test_show_student_view_json(run) -> None:  # type: ignore[no-untyped-def]
+    result = run("problems", "show", "ch9", "q3", "--json")
+    assert result.exit_code == 0, result.output
+    view = json.loads(result.output)
+    assert view["id"] == "q3" and view["prompt"]
+    assert [p["id"] for p in view["parts"]] == ["b1", "b2", "b3", "b4", "b5"]
+    assert all(set(p) <= {"id", "kind", "points", "options", "multi"} for p in view["parts"])
+
+
+def test_users_and_tokens(run) -> None:  # type: ignore[no-untyped-def]
+    created = run("users", "create", "--email", "ta@example.com", "--role", "instructor")
+    assert created.exit_code == 0 and "password: " in created.output
+    again = run("users", "create", "--email", "ta@example.com")
+    assert again.exit_code == 1 and "already exists" in again.output
+    token = run("tokens", "create", "--email", "ta@example.com", "--scope", "submit", "--scope", "instructor")
+    assert token.exit_code == 0 and "agt_" in token.output
+    missing = run("tokens", "create", "--email", "nobody@example.com")
+    assert missing.exit_code == 1
+
+
+def test_load_and_list(run) -> None:  # type: ignore[no-untyped-def]
+    loaded = run("problems", "load", str(FIXTURE_SETS / "basic"))
+    assert loaded.exit_code == 0 and "basic v1 (new version)" in loaded.output
+    again = run("problems", "load", str(FIXTURE_SETS / "basic"))
+    assert "basic v1 (unchanged)" in again.output
+    listed = run("problems", "list")
+    assert "basic\tv1" in listed.output
