@@ -49,6 +49,7 @@ class FileRow:
     cells: dict[str, Cell]
     expected: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    message: str = ""
 
     @property
     def full_marks(self) -> bool:
@@ -65,6 +66,7 @@ class FileRow:
             "score": self.score,
             "max_score": self.max_score,
             "verdict": self.verdict,
+            "message": self.message,
             "expected_categories": self.expected,
             "lost_in_categories": self.lost_in(categories),
             "seconds": round(self.seconds, 3),
@@ -120,7 +122,7 @@ def grade_file(
     cells = {c.name: Cell(c.passed, c.score, c.max_score) for c in result.checks}
     expected = expected_categories(source) if kind == "mutant" else []
     row = FileRow(kind, path.name, result.score, result.max_score, str(result.verdict), cells, expected)
-    row.seconds = time.perf_counter() - start
+    row.seconds, row.message = time.perf_counter() - start, result.message
     return row
 
 
@@ -132,7 +134,10 @@ def row_problems(row: FileRow, where: str, categories: dict[str, str], total: fl
         if row.full_marks and row.max_score >= total - 1e-9:
             return []
         failed = [name for name, c in row.cells.items() if not c.passed]
-        return [f"{where}: reference solution scored {row.score:g}/{total:g} (failed: {', '.join(failed) or '-'})"]
+        verdict = f"; {row.verdict}: {row.message}" if row.message else ""
+        return [
+            f"{where}: reference solution scored {row.score:g}/{total:g} (failed: {', '.join(failed) or '-'}{verdict})"
+        ]
     if row.full_marks:
         return [f"{where}: mutant not caught: it scored full marks ({row.score:g}/{row.max_score:g})"]
     unknown = [c for c in row.expected if c not in CATEGORIES]

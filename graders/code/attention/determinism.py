@@ -18,7 +18,7 @@ from graders.code.attention.calling import call_attention
 from graders.code.attention.inputs import random_case
 from graders.code.attention.jail_sources import MUTATION_PROBE_NAME, MUTATION_PROBE_SOURCE
 from graders.code.attention.tally import Tally
-from graders.code.checks import CheckFailed, CheckFunc, Ref, StudentError, StudentProxy, check
+from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, check
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -41,7 +41,7 @@ def check_inputs_unchanged(student: StudentProxy, entry: str) -> None:
     case = random_case("mutation", 62)
     student.define(MUTATION_PROBE_SOURCE)
     try:
-        changed = student.call(MUTATION_PROBE_NAME, Ref(entry), *case.args, **case.kwargs)
+        changed = student.call(MUTATION_PROBE_NAME, entry, *case.args, **case.kwargs)
     except StudentError as err:
         raise CheckFailed(f"{entry}({case.describe()}) raised {err.type_name}: {err.message}") from None
     if not isinstance(changed, (list, tuple)) or not all(isinstance(n, str) for n in changed):

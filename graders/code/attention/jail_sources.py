@@ -1,17 +1,37 @@
 """Instructor source that checks ``define()`` inside the jail, beside the student's code (not secret).
 
-Names carry an ``_ag_`` prefix and imports happen inside the functions, so defining them cannot clobber a
-student's own globals. The reference here computes in the input dtype (the timing check times it against the
-student's function on the same worker, the same way); tests assert it agrees with reference.reference_attention.
+How names reach each other in the jail (graders/sandbox/child.py): ``define()`` runs in a helpers namespace
+apart from the submission; ``Ref(name)`` resolves helper names; ``call``/``time`` resolve names of the submission
+module only, and the helpers namespace holds that module as ``submission``. So a helper the check must *call*
+(the reference it times, the mutation probe) is exported into the submission module under an ``_ag_`` name,
+which cannot clash with a student's name in practice and only adds an attribute. Imports happen inside the
+functions. The reference here computes in the input dtype; tests assert it agrees with
+reference.reference_attention.
 """
 
 from __future__ import annotations
 
+# Prepended to a helper source: ``@_ag_export`` makes a helper callable by name through call() and time().
+_EXPORT = """
+def _ag_export(fn):
+    import sys
+
+    module = globals().get("submission") or sys.modules.get("submission")
+    if module is not None:
+        setattr(module, fn.__name__, fn)
+    return fn
+"""
+
 REFERENCE_NAME = "_ag_reference_attention"
 
-REFERENCE_SOURCE = """
+REFERENCE_SOURCE = (
+    _EXPORT
+    + """
+
+@_ag_export
 def _ag_reference_attention(q, k, v, key_valid=None, causal=False):
     import math
+
     import torch
 
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
@@ -32,31 +52,25 @@ def _ag_reference_attention(q, k, v, key_valid=None, causal=False):
     weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
     return weights @ v, weights
 """
-
-# The same algorithm in the two styles of q6, for timing the student's pair against a fair baseline.
-REFERENCE_BATCHED_NAME = "_ag_reference_batched"
-
-REFERENCE_BATCHED_SOURCE = """
-def _ag_reference_batched(q, k, v):
-    import math
-    import torch
-
-    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights
-"""
+)
 
 # In-place mutation of an input is invisible through the RPC boundary: arguments are copied over the wire, so
 # the trusted side's tensors never change. This probe runs beside the student's function and reports which of
 # the arguments it was given changed during the call (names only; no values leave the jail).
 MUTATION_PROBE_NAME = "_ag_mutation_probe"
 
-MUTATION_PROBE_SOURCE = """
-def _ag_mutation_probe(fn, *args, **kwargs):
+MUTATION_PROBE_SOURCE = (
+    _EXPORT
+    + """
+
+@_ag_export
+def _ag_mutation_probe(entry, *args, **kwargs):
+    import sys
+
     import torch
 
-    if isinstance(fn, str):
-        fn = globals()[fn]
+    module = globals().get("submission") or sys.modules.get("submission")
+    fn = getattr(module, entry)
     names = ["q", "k", "v"]
     tensors = [(names[i] if i < 3 else "argument %d" % i, a) for i, a in enumerate(args)]
     tensors += list(kwargs.items())
@@ -65,3 +79,4 @@ def _ag_mutation_probe(fn, *args, **kwargs):
     fn(*args, **kwargs)
     return [name for (name, t), b in zip(tensors, before) if not torch.equal(t.detach(), b)]
 """
+)

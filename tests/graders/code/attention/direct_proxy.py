@@ -1,14 +1,17 @@
 """An in-process StudentProxy for TRUSTED instructor files (solutions, mutants): no sandbox, for tests and benches.
 
-It mimics the wire: arguments and results are copied (so in-place changes never reach the caller), exceptions
-cross as StudentError(type name, message), and Ref(name) resolves in the module's namespace. Never use it for
-student uploads: the code runs in this process.
+It mimics the jailed child (graders/sandbox/child.py): arguments and results are copied (so in-place changes
+never reach the caller), exceptions cross as StudentError(type name, message), ``call``/``time`` reach the
+submission module's names only, ``define`` runs in a separate helpers namespace that holds the module as
+``submission``, and Ref(name) resolves helper names. Never use it for student uploads: the code runs in this
+process.
 """
 
 from __future__ import annotations
 
 import time
 import traceback
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,12 +31,19 @@ class DirectProxy:
     device = "cpu"
 
     def __init__(self, source: str, filename: str = "<submission>") -> None:
-        self.namespace: dict[str, Any] = {"__name__": "submission"}
-        exec(compile(source, filename, "exec"), self.namespace)  # trusted instructor file only
+        self.module = types.ModuleType("submission")
+        self.helpers: dict[str, Any] = {"__name__": "autograder_helpers", "submission": self.module}
+        exec(compile(source, filename, "exec"), self.module.__dict__)  # trusted instructor file only
+
+    def _function(self, name: str) -> Callable[..., Any]:
+        fn = getattr(self.module, name, None)
+        if not callable(fn):
+            raise StudentError("MissingFunction", f"the submission defines no function named {name!r}")
+        return fn
 
     def _copy_in(self, value: Any) -> Any:
         if isinstance(value, Ref):
-            return self.namespace[value.name]
+            return self.helpers[value.name]
         if isinstance(value, torch.Tensor):
             return value.detach().clone()
         if isinstance(value, (list, tuple)):
@@ -58,17 +68,17 @@ class DirectProxy:
             raise StudentError(type(err).__name__, str(err)) from err
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        fn = self.namespace[name]
+        fn = self._function(name)
         args, kwargs = self._copy_in(args), self._copy_in(kwargs)
         return self._copy_out(self._run(lambda: fn(*args, **kwargs)))
 
     def define(self, source: str) -> None:
-        exec(compile(source, "<define>", "exec"), self.namespace)
+        exec(compile(source, "<define>", "exec"), self.helpers)
 
     def call_with_grad(
         self, name: str, args: list[Any], kwargs: dict[str, Any], grad_outputs: list[Any], wrt: list[int]
     ) -> tuple[Any, list[Any]]:
-        fn = self.namespace[name]
+        fn = self._function(name)
         args, kwargs = list(self._copy_in(args)), self._copy_in(kwargs)
         for i in wrt:
             args[i] = args[i].requires_grad_(True)
@@ -94,7 +104,7 @@ class DirectProxy:
     def time(
         self, name: str, args: list[Any], kwargs: dict[str, Any] | None = None, *, warmup: int = 2, repeat: int = 5
     ) -> Timing:
-        fn = self.namespace[name]
+        fn = self._function(name)
         args, kwargs = self._copy_in(args), self._copy_in(kwargs or {})
         for _ in range(warmup):
             self._run(lambda: fn(*args, **kwargs))
