@@ -54,3 +54,36 @@ def require_jail() -> None:
 
 def jail_config(**kwargs: object) -> SandboxConfig:
     return SandboxConfig(mode="bwrap", slots=1, **kwargs)  # type: ignore[arg-type]
+
+
+ATTACK_TEMPLATE = """
+import os, sys, signal, socket, time, torch
+{prelude}
+
+def add(a, b):
+{body}
+    return a + b
+
+
+def scaled_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+"""
+
+
+def attack_source(body: str, prelude: str = "") -> str:
+    """A submission whose add() runs ``body`` first: add earns its points only if the attack did not fail."""
+    indented = "\n".join("    " + line for line in body.strip("\n").splitlines())
+    return ATTACK_TEMPLATE.format(prelude=prelude, body=indented)
+
+
+def grade(grader, source: str, **limits: float):
+    return grader.grade(source=source, problem=problem(**limits), checks=checks())
+
+
+def assert_healthy(grader) -> None:
+    """The next submission after an attack is graded normally."""
+    result = grade(grader, GOOD_SOURCE)
+    assert result.score == FULL_MARKS, result.to_dict()
