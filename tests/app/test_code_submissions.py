@@ -1,0 +1,78 @@
+"""Code problems through the API: multipart .py upload or JSON source, graded in the sandbox by the workers."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app.test_problemset_upload import upload, zip_dir
+from tests.conftest import FIXTURE_SETS
+
+CORRECT = "def add(a, b):\n    return a + b\n"
+BROKEN = "def add(a, b):\n    return a * b\n"
+
+
+@pytest.fixture
+def code_set(client, accounts):  # type: ignore[no-untyped-def]
+    resp = upload(client, accounts["instructor"], zip_dir(FIXTURE_SETS / "codeset"))
+    assert resp.status_code == 201, resp.text
+    return resp.json()
+
+
+def test_upload_runs_the_mutant_gate(code_set) -> None:  # type: ignore[no-untyped-def]
+    gate = code_set["report"]["mutant_gates"]["c1"]
+    assert gate["ok"] is True
+    assert code_set["report"]["points"]["c1"] == 3.0
+
+
+def test_correct_and_broken_uploads(client, accounts, code_set) -> None:  # type: ignore[no-untyped-def]
+    headers = accounts["alice"].headers
+    ok = client.post(
+        "/api/v1/submissions",
+        params={"wait": 60},
+        data={"problem_set": "codeset", "problem": "c1"},
+        files={"file": ("solution.py", CORRECT.encode())},
+        headers=headers,
+    ).json()
+    assert ok["status"] == "graded" and ok["verdict"] == "accepted"
+    assert ok["final_score"] == ok["max_score"] == 3.0
+    broken = client.post(
+        "/api/v1/submissions",
+        params={"wait": 60},
+        json={"problem_set": "codeset", "problem": "c1", "code": BROKEN},
+        headers=headers,
+    ).json()
+    assert broken["status"] == "graded" and broken["final_score"] < 3.0
+    failed = [c for c in broken["checks"] if not c["passed"]]
+    assert failed and all(c["feedback"] for c in failed)
+
+
+def test_syntax_error_is_a_student_verdict(client, accounts, code_set) -> None:  # type: ignore[no-untyped-def]
+    resp = client.post(
+        "/api/v1/submissions",
+        params={"wait": 60},
+        json={"problem_set": "codeset", "problem": "c1", "code": "def add(a, b)\n    return a + b\n"},
+        headers=accounts["alice"].headers,
+    ).json()
+    assert resp["verdict"] == "syntax_error" and resp["final_score"] == 0
+    assert "SyntaxError" in resp["message"] and "line 1" in resp["message"]
+
+
+@pytest.mark.parametrize(
+    ("files", "json_body", "message"),
+    [
+        ({"file": ("s.py", b"\xff\xfe def add")}, None, "not UTF-8"),
+        (None, {"code": "x = 1\n" * 50_000}, "larger than"),
+        (None, {"answers": {"b1": "x"}}, "code problem"),
+    ],
+)
+def test_bad_code_submissions_are_422(client, accounts, code_set, files, json_body, message) -> None:  # type: ignore[no-untyped-def]
+    headers = accounts["alice"].headers
+    if files is not None:
+        resp = client.post("/api/v1/submissions", data={"problem_set": "codeset", "problem": "c1"}, files=files,
+                           headers=headers)  # fmt: skip
+    else:
+        resp = client.post("/api/v1/submissions", json={"problem_set": "codeset", "problem": "c1", **json_body},
+                           headers=headers)  # fmt: skip
+    assert resp.status_code in (413, 422), resp.text
+    assert message in resp.text
+    assert client.get("/api/v1/submissions", headers=headers).json() == []
