@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from graders.answers import grade_part
 from graders.problemset.schema import ChoiceProblem, FillInProblem, ManualProblem
 from graders.results import CheckResult, GradeResult, Verdict, Visibility, verdict_from_checks
@@ -36,6 +38,7 @@ def grade_answers(problem: AnswerProblem, answers: dict[str, str]) -> GradeResul
         if spec.kind == "essay":
             checks.append(_manual(part_id, "written answer received" if submitted.strip() else "no answer given"))
             continue
+        started = time.perf_counter()
         result = grade_part(submitted, spec)
         checks.append(
             CheckResult(
@@ -46,6 +49,7 @@ def grade_answers(problem: AnswerProblem, answers: dict[str, str]) -> GradeResul
                 max_score=spec.points,
                 feedback=result.feedback,
                 visibility=Visibility.VISIBLE,
+                duration_ms=round((time.perf_counter() - started) * 1000, 3),
             )
         )
     for item in problem.rubric:
