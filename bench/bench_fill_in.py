@@ -1,0 +1,116 @@
+"""Fill-in grading latency, end to end: HTTP POST ?wait -> stored -> claimed by an embedded worker -> graded -> read.
+
+Baseline, measured in the same run: the same answers graded in-process by graders.answers alone (no HTTP, no
+database, no worker). The difference is what the service adds.
+
+    .venv/bin/python -m bench.bench_fill_in [--n 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from app.config import REPO_ROOT, Settings
+from app.db import make_engine, make_session_factory
+from app.main import create_app
+from app.migrate import upgrade
+from app.problemsets import service as sets
+from app.users import service as users
+from app.users.models import Role
+from graders.answers.problem import grade_answers
+from graders.problemset.loader import load_problem_set
+
+CASES = [
+    ("q1", {"b1": "\\sqrt{d_k}", "b2": "V", "b3": "查找的信息", "b4": "匹配", "b5": "内容"}),
+    ("q3", {"b1": "顺序", "b2": "positional encoding", "b3": "因果掩码", "b4": "decoder", "b5": "encoder"}),
+    ("q2", {"b1": "（B）"}),
+]
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=200)
+    n = parser.parse_args().n
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(data_dir=Path(tmp), secret_key="b" * 40, workers=2, load_problems_on_start=False)
+        upgrade(settings.resolved_database_url)
+        sessions = make_session_factory(make_engine(settings.resolved_database_url))
+        with sessions() as session:
+            sets.load_dir(session, root=REPO_ROOT / "problems" / "ch9", grader=None)
+            user, _ = users.create_user(session, email="bench@example.com", role=Role.STUDENT)
+            _, token = users.create_token(session, user=user, name="bench")
+            session.commit()
+        port = free_port()
+        server = uvicorn.Server(uvicorn.Config(create_app(settings), port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:
+            time.sleep(0.05)
+        try:
+            e2e = run_http(port, token, n)
+        finally:
+            server.should_exit = True
+            thread.join(10)
+    loaded = load_problem_set(REPO_ROOT / "problems" / "ch9")
+    baseline = run_inprocess(loaded, n)
+    print(f"fill-in grading, n={n} (ch9 q1/q3/q2 in turn)")
+    print(f"{'path':<44}{'p50 ms':>10}{'p95 ms':>10}")
+    for label, samples in (
+        ("end to end: HTTP + SQLite + embedded worker", e2e),
+        ("baseline: graders.answers in-process", baseline),
+    ):
+        print(f"{label:<44}{percentile(samples, 0.5):>10.2f}{percentile(samples, 0.95):>10.2f}")
+    print(f"service overhead at p50: {statistics.median(e2e) - statistics.median(baseline):.2f} ms")
+
+
+def run_http(port: int, token: str, n: int) -> list[float]:
+    samples = []
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}) as client:
+        for i in range(n + 5):
+            problem, answers = CASES[i % len(CASES)]
+            started = time.perf_counter()
+            resp = client.post("/api/v1/submissions", params={"wait": 10},
+                               json={"problem_set": "ch9", "problem": problem, "answers": answers})  # fmt: skip
+            elapsed = (time.perf_counter() - started) * 1000
+            body = resp.json()
+            assert body["status"] == "graded" and body["final_score"] == body["max_score"], body
+            if i >= 5:  # the first few warm caches (set unpacking, imports)
+                samples.append(elapsed)
+    return samples
+
+
+def run_inprocess(loaded, n: int) -> list[float]:  # type: ignore[no-untyped-def]
+    samples = []
+    for i in range(n + 5):
+        problem_id, answers = CASES[i % len(CASES)]
+        started = time.perf_counter()
+        result = grade_answers(loaded.spec.problem(problem_id), answers)
+        elapsed = (time.perf_counter() - started) * 1000
+        assert result.score == result.max_score
+        if i >= 5:
+            samples.append(elapsed)
+    return samples
+
+
+if __name__ == "__main__":
+    main()

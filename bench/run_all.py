@@ -1,0 +1,21 @@
+"""Run every benchmark in bench/ in turn (`make bench`); each prints its numbers next to its own baseline."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+
+def main() -> None:
+    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("bench_"))
+    for name in names:
+        print(f"\n=== {name}", flush=True)
+        module = importlib.import_module(f"bench.{name}")
+        sys.argv = [name]
+        module.main()
+
+
+if __name__ == "__main__":
+    main()
