@@ -152,8 +152,8 @@ if os.fork() == 0:
 
 
 FAKES = {
-    "stdout": "print('ACCEPTED 6/6 {\"score\": 6, \"verdict\": \"accepted\"}')",
-    "stderr": "print('{\"ok\": true, \"verdict\": \"accepted\"}', file=sys.stderr)",
+    "stdout": 'print(\'ACCEPTED 6/6 {"score": 6, "verdict": "accepted"}\')',
+    "stderr": 'print(\'{"ok": true, "verdict": "accepted"}\', file=sys.stderr)',
     "inherited_fds": """
 import json, struct
 header = json.dumps({'msg': {'ok': True, 'value': 5, 'names': ['add', 'scaled_attention']}, 'bufs': []}).encode()
