@@ -1,0 +1,86 @@
+"""The gate on a small synthetic problem set, graded in-process."""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from graders.problemset.mutant_gate import expected_categories, run_mutant_gate
+from tests.graders.code.attention.direct_proxy import DirectGrader
+
+CHECKS = """
+from graders.code.checks import CheckFailed, check
+
+
+@check(points=2, category="answer")
+def doubles(student):
+    if student.call("f", 2) != 4:
+        raise CheckFailed("f(2) should be 4")
+
+
+@check(points=1, category="validation")
+def refuses_strings(student):
+    from graders.code.checks import StudentError
+
+    try:
+        student.call("f", "x")
+    except StudentError:
+        return
+    raise CheckFailed("f('x') should raise")
+"""
+
+
+def _problem() -> SimpleNamespace:
+    return SimpleNamespace(
+        id="p1", checks="checks/p1.py", solutions_dir=lambda: "solutions/p1", mutants_dir=lambda: "mutants/p1"
+    )
+
+
+def _set(root: Path, solutions: dict[str, str], mutants: dict[str, str]) -> Path:
+    for folder, files in (("solutions/p1", solutions), ("mutants/p1", mutants)):
+        (root / folder).mkdir(parents=True)
+        for name, text in files.items():
+            (root / folder / name).write_text(text)
+    (root / "checks").mkdir()
+    (root / "checks" / "p1.py").write_text(CHECKS)
+    return root
+
+
+GOOD = "def f(x):\n    if not isinstance(x, int):\n        raise TypeError(x)\n    return 2 * x\n"
+NO_CHECK = "# caught-by: validation\ndef f(x):\n    return 2 * x\n"
+WRONG = "# caught-by: validation\ndef f(x):\n    return x + 3\n"
+
+
+def test_a_good_set_passes_and_renders_a_matrix(tmp_path):
+    report = run_mutant_gate(_problem(), _set(tmp_path, {"good.py": GOOD}, {"no_check.py": NO_CHECK}), DirectGrader())
+    assert report.ok, report.problems
+    text = report.render_text()
+    assert "S good.py" in text and "M no_check.py" in text and "✗ 0" in text and "✓ 2" in text
+    data = report.to_dict()
+    assert data["ok"] and data["files"][1]["lost_in_categories"] == ["validation"]
+    assert data["files"][1]["checks"]["refuses_strings"] == {"passed": False, "score": 0.0, "max_score": 1.0}
+
+
+def test_a_failing_solution_and_an_uncaught_mutant_are_reported(tmp_path):
+    report = run_mutant_gate(_problem(), _set(tmp_path, {"bad.py": NO_CHECK}, {"same.py": GOOD}), DirectGrader())
+    assert not report.ok
+    assert any("solutions/p1/bad.py: reference solution scored 2/3" in p for p in report.problems)
+    assert any("mutants/p1/same.py: mutant not caught" in p for p in report.problems)
+
+
+def test_a_mutant_caught_by_the_wrong_category_is_reported(tmp_path):
+    report = run_mutant_gate(_problem(), _set(tmp_path, {"good.py": GOOD}, {"wrong.py": WRONG}), DirectGrader())
+    assert report.problems == [
+        "mutants/p1/wrong.py: mutant declares caught-by validation but lost points only in answer"
+    ]
+
+
+def test_a_problem_without_solutions_is_refused(tmp_path):
+    report = run_mutant_gate(_problem(), _set(tmp_path, {}, {"wrong.py": WRONG}), DirectGrader())
+    assert any("no reference solution" in p for p in report.problems)
+
+
+def test_caught_by_lines_are_parsed():
+    assert expected_categories("# caught-by: masking, gradient\nx = 1\n#caught-by:timing\n") == [
+        "masking",
+        "gradient",
+        "timing",
+    ]
