@@ -89,8 +89,11 @@ def run_http(port: int, token: str, n: int) -> list[float]:
         for i in range(n + 5):
             problem, answers = CASES[i % len(CASES)]
             started = time.perf_counter()
-            resp = client.post("/api/v1/submissions", params={"wait": 10},
-                               json={"problem_set": "ch9", "problem": problem, "answers": answers})  # fmt: skip
+            resp = client.post(
+                "/api/v1/submissions",
+                params={"wait": 10},
+                json={"problem_set": "ch9", "problem": problem, "answers": answers},
+            )
             elapsed = (time.perf_counter() - started) * 1000
             body = resp.json()
             assert body["status"] == "graded" and body["final_score"] == body["max_score"], body

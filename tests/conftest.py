@@ -22,9 +22,7 @@ from app.migrate import upgrade
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_SETS = REPO / "tests" / "fixtures" / "sets"
-POSTGRES_ADMIN_URL = os.environ.get(
-    "AUTOGRADER_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
+POSTGRES_ADMIN_URL = os.environ.get("AUTOGRADER_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("AUTOGRADER_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 REQUIRE_SERVICES = os.environ.get("AUTOGRADER_TEST_REQUIRE_SERVICES") == "1"
 
@@ -60,8 +58,10 @@ def _truncate_postgres(url: str) -> None:
     engine = create_engine(url)
     with engine.begin() as conn:
         conn.execute(
-            text("TRUNCATE check_result, grade, submission, problem_set_version, problem_set, api_token, \"user\" "
-                 "RESTART IDENTITY CASCADE")  # fmt: skip
+            text(
+                'TRUNCATE check_result, grade, submission, problem_set_version, problem_set, api_token, "user" '
+                "RESTART IDENTITY CASCADE"
+            )
         )
     engine.dispose()
 

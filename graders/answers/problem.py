@@ -16,8 +16,11 @@ def answer_errors(problem: AnswerProblem, answers: dict[str, str]) -> list[str]:
     """What is wrong with the shape of an answers map (unknown parts, too long); empty when it is usable."""
     valid = problem.part_ids()
     errors = [f"unknown part {key!r}; this problem has parts {valid}" for key in answers if key not in valid]
-    errors += [f"part {key!r} is longer than {MAX_ANSWER_CHARS} characters" for key, value in answers.items()
-               if len(value) > MAX_ANSWER_CHARS]  # fmt: skip
+    errors += [
+        f"part {key!r} is longer than {MAX_ANSWER_CHARS} characters"
+        for key, value in answers.items()
+        if len(value) > MAX_ANSWER_CHARS
+    ]
     return errors
 
 

@@ -15,8 +15,20 @@ from graders.problemset.schema import CodeProblem, ProblemSetSpec
 
 SET_FILE = "problemset.yaml"
 _SKIP_PARTS = {"__pycache__", ".git", ".DS_Store"}
-_KIND_TAGS = {"fill_in", "choice", "code", "manual", "text", "numeric", "matrix", "shape", "size", "symbolic",
-              "identifier", "essay"}  # fmt: skip
+_KIND_TAGS = {
+    "fill_in",
+    "choice",
+    "code",
+    "manual",
+    "text",
+    "numeric",
+    "matrix",
+    "shape",
+    "size",
+    "symbolic",
+    "identifier",
+    "essay",
+}
 
 
 @dataclass

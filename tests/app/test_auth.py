@@ -8,7 +8,9 @@ from app.users.models import ApiToken
 
 
 def test_login_sets_a_cookie_that_authenticates(client, accounts):  # type: ignore[no-untyped-def]
-    resp = client.post("/api/v1/auth/login", json={"email": "ALICE@example.com", "password": accounts["alice"].password})
+    resp = client.post(
+        "/api/v1/auth/login", json={"email": "ALICE@example.com", "password": accounts["alice"].password}
+    )
     assert resp.status_code == 200 and resp.json()["role"] == "student"
     assert client.get("/api/v1/auth/me").json()["email"] == "alice@example.com"
     client.post("/api/v1/auth/logout")

@@ -49,9 +49,13 @@ def test_submission_graded_by_celery_worker(tmp_path: Path, postgres_database: s
         "AUTOGRADER_SECRET_KEY": "k" * 40,
     }
     worker = subprocess.Popen(
-        [sys.executable, "-m", "app.cli.main", "worker", "--concurrency", "1"], cwd=REPO, env=env,
-        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [sys.executable, "-m", "app.cli.main", "worker", "--concurrency", "1"],
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         with TestClient(create_app(settings)) as client:
             assert client.app.state.pool is None  # no embedded workers: grading must come from the Celery worker

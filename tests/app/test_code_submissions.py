@@ -68,11 +68,13 @@ def test_syntax_error_is_a_student_verdict(client, accounts, code_set) -> None: 
 def test_bad_code_submissions_are_422(client, accounts, code_set, files, json_body, message) -> None:  # type: ignore[no-untyped-def]
     headers = accounts["alice"].headers
     if files is not None:
-        resp = client.post("/api/v1/submissions", data={"problem_set": "codeset", "problem": "c1"}, files=files,
-                           headers=headers)  # fmt: skip
+        resp = client.post(
+            "/api/v1/submissions", data={"problem_set": "codeset", "problem": "c1"}, files=files, headers=headers
+        )
     else:
-        resp = client.post("/api/v1/submissions", json={"problem_set": "codeset", "problem": "c1", **json_body},
-                           headers=headers)  # fmt: skip
+        resp = client.post(
+            "/api/v1/submissions", json={"problem_set": "codeset", "problem": "c1", **json_body}, headers=headers
+        )
     assert resp.status_code in (413, 422), resp.text
     assert message in resp.text
     assert client.get("/api/v1/submissions", headers=headers).json() == []

@@ -84,7 +84,7 @@ def _zip_with(name: str, data: bytes = b"x", *, symlink: bool = False) -> bytes:
         info = zipfile.ZipInfo(name)
         info.compress_type = zipfile.ZIP_DEFLATED
         if symlink:
-            info.external_attr = (0o120777 << 16)
+            info.external_attr = 0o120777 << 16
         zf.writestr(info, data)
         zf.writestr("problemset.yaml", (FIXTURE_SETS / "basic" / "problemset.yaml").read_bytes())
     return buf.getvalue()

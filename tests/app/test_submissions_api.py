@@ -10,8 +10,12 @@ def submit(client, account, body, **params):  # type: ignore[no-untyped-def]
 
 
 def test_fill_in_is_graded_with_feedback_per_part(client, accounts, basic_set):  # type: ignore[no-untyped-def]
-    resp = submit(client, accounts["alice"], {"problem_set": "basic", "problem": "t1",
-                                               "answers": {"b1": "Encoder", "b2": "31"}}, wait=10)  # fmt: skip
+    resp = submit(
+        client,
+        accounts["alice"],
+        {"problem_set": "basic", "problem": "t1", "answers": {"b1": "Encoder", "b2": "31"}},
+        wait=10,
+    )
     assert resp.status_code == 202
     body = resp.json()
     assert resp.headers["location"] == body["status_url"] == f"/api/v1/submissions/{body['id']}"
@@ -58,8 +62,12 @@ def test_attempts_count_up(client, accounts, basic_set):  # type: ignore[no-unty
 
 
 def test_manual_problem_awaits_grading(client, accounts, basic_set):  # type: ignore[no-untyped-def]
-    resp = submit(client, accounts["alice"], {"problem_set": "basic", "problem": "t3",
-                                               "answers": {"b1": "We held the data split equal."}}, wait=10)  # fmt: skip
+    resp = submit(
+        client,
+        accounts["alice"],
+        {"problem_set": "basic", "problem": "t3", "answers": {"b1": "We held the data split equal."}},
+        wait=10,
+    )
     body = resp.json()
     assert body["verdict"] == "pending_manual"
     assert body["max_score"] == 3.0 and body["score"] == 0.0

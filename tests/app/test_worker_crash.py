@@ -33,9 +33,13 @@ def start_worker(settings: Settings) -> subprocess.Popen[bytes]:
     }
     # A new session, so the kill below takes the worker and every process it started (the sandbox too).
     return subprocess.Popen(
-        [sys.executable, "-m", "app.cli.main", "worker"], cwd=REPO, env=env, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [sys.executable, "-m", "app.cli.main", "worker"],
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def wait_for(sessions, sub_id: int, statuses: set[str], bound_s: float = 180) -> str:  # type: ignore[no-untyped-def]
