@@ -1,13 +1,15 @@
-"""Server-rendered pages for students and instructors."""
+"""Server-rendered pages for students and instructors, and their static files (CSS, JS, vendored KaTeX)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
-from fastapi.responses import RedirectResponse
+from fastapi.staticfiles import StaticFiles
+
+from app.web import auth, instructor, student
+from app.web.rendering import HERE
 
 router = APIRouter(include_in_schema=False)
-
-
-@router.get("/")
-def index() -> RedirectResponse:
-    return RedirectResponse("/docs")
+router.include_router(auth.router)
+router.include_router(student.router)
+router.include_router(instructor.router)
+router.mount("/static", StaticFiles(directory=HERE / "static"), name="static")

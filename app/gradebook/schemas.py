@@ -1,0 +1,100 @@
+"""Response and request models of the gradebook endpoints (instructors only)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class ProblemColumn(BaseModel):
+    id: str
+    title: str
+    kind: str
+    max_score: float = Field(description="points of the problem at the set's latest version")
+
+
+class GradeCell(BaseModel):
+    best_score: float | None = Field(description="best final score (auto + manual) over graded attempts; null if none")
+    max_score: float
+    attempts: int = Field(description="every submission to this problem, graded or not")
+    pending: int = Field(default=0, description="attempts still waiting for a grade")
+    best_submission_id: int | None = None
+
+
+class StudentRow(BaseModel):
+    user_id: int
+    email: str
+    display_name: str
+    cells: dict[str, GradeCell] = Field(description="problem id -> cell")
+    total: float = Field(description="sum of best scores; a problem without a graded attempt counts 0")
+    max_total: float
+
+
+class Gradebook(BaseModel):
+    problem_set: str
+    title: str
+    version: int
+    policy: Literal["best"] = Field(
+        default="best", description="each cell is the student's best attempt, not the latest"
+    )
+    problems: list[ProblemColumn]
+    students: list[StudentRow]
+
+
+class CheckStat(BaseModel):
+    name: str = Field(description="part id (b1, b2, ...) or check name")
+    category: str
+    results: int = Field(description="graded attempts that ran this check")
+    passed: int
+    pass_rate: float
+
+
+class ProblemStats(BaseModel):
+    id: str
+    title: str
+    max_score: float
+    submissions: int
+    students_attempted: int
+    students_graded: int
+    mean_best: float | None
+    median_best: float | None
+    full_marks_fraction: float | None = Field(description="share of graded students whose best attempt is full marks")
+    checks: list[CheckStat] = Field(description="in the order the grader reports them; rubric rows left out")
+    hardest_check: str | None = Field(description="the check with the lowest pass rate")
+
+
+class SetStats(BaseModel):
+    problem_set: str
+    title: str
+    version: int
+    problems: list[ProblemStats]
+
+
+class AwaitingManual(BaseModel):
+    submission_id: int
+    user_id: int
+    email: str
+    problem: str
+    attempt: int
+
+
+class ManualGradeIn(BaseModel):
+    manual_score: float = Field(ge=0, allow_inf_nan=False, description="at most the problem's rubric points")
+    feedback: str = Field("", max_length=20_000)
+
+
+class ManualGradePublic(BaseModel):
+    submission_id: int
+    auto_score: float
+    manual_score: float | None
+    final_score: float
+    max_score: float
+    manual_feedback: str | None
+    manual_graded_by_id: int | None
+
+
+class RegradePublic(BaseModel):
+    id: int
+    status: str
+    status_url: str

@@ -1,0 +1,58 @@
+"""Log in and out with the session cookie (request.session["user_id"], signed by SessionMiddleware)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import RedirectResponse
+
+from app.users.service import authenticate
+from app.web.deps import CheckedForm, MaybeUser, WebSession, rotate_csrf
+from app.web.rendering import render
+from app.web.routing import WebRoute
+
+router = APIRouter(route_class=WebRoute)
+
+
+def _safe_next(target: object) -> str:
+    # Only paths on this site: "//evil.example" or "https://..." would turn the login into an open redirect.
+    if isinstance(target, str) and target.startswith("/") and not target.startswith(("//", "/\\")):
+        return target
+    return "/"
+
+
+@router.get("/login")
+def login_page(request: Request, user: MaybeUser, next: str = "/") -> Response:
+    """The login form (already logged-in users go straight on)."""
+    if user is not None:
+        return RedirectResponse(_safe_next(next), status_code=303)
+    return render(request, "login.html", next=_safe_next(next))
+
+
+@router.post("/login")
+def login(request: Request, form: CheckedForm, session: WebSession) -> Response:
+    """Check the password; on success start a fresh session and go on to the page asked for."""
+    email, password = str(form.get("email") or ""), str(form.get("password") or "")
+    target = _safe_next(form.get("next"))
+    user = authenticate(session, email=email, password=password) if email and password else None
+    if user is None:
+        return render(request, "login.html", 400, next=target, email=email, error="Wrong email or password.")
+    # A new session (and CSRF token) at login, so nothing set before it carries over.
+    request.session.clear()
+    request.session["user_id"] = user.id
+    rotate_csrf(request)
+    return RedirectResponse(target, status_code=303)
+
+
+@router.get("/logout")
+def logout_page(request: Request, user: MaybeUser) -> Response:
+    """A confirm button: logging out changes state, so it is a POST with a CSRF token."""
+    if user is None:
+        return RedirectResponse("/login", status_code=303)
+    return render(request, "logout.html")
+
+
+@router.post("/logout")
+def logout(request: Request, form: CheckedForm) -> Response:
+    """End the session."""
+    request.session.clear()
+    return RedirectResponse("/login", status_code=303)

@@ -1,0 +1,103 @@
+"""Dependencies of the web pages: a DB session, the logged-in user (or a redirect to /login), CSRF-checked forms."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+from starlette.datastructures import FormData
+
+from app.config import Settings
+from app.errors import DomainError, Forbidden
+from app.users.models import User
+
+CSRF_FIELD = "csrf_token"
+_CSRF_KEY = "csrf"
+
+
+class LoginRequired(Exception):
+    """Raised by page dependencies when nobody is logged in; pages answer with a redirect to /login."""
+
+
+class CsrfFailed(DomainError):
+    status_code = 403
+
+
+def get_web_session(request: Request) -> Iterator[Session]:
+    session: Session = request.app.state.session_factory()
+    # Kept on the request so WebRoute can roll back when it turns a domain error into an error page: the
+    # exception never reaches this generator then, and it would commit whatever was half done.
+    request.state.db = session
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def get_web_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+WebSession = Annotated[Session, Depends(get_web_session)]
+WebSettings = Annotated[Settings, Depends(get_web_settings)]
+
+
+def optional_user(request: Request, session: WebSession) -> User | None:
+    user_id = request.session.get("user_id")
+    user = session.get(User, user_id) if isinstance(user_id, int) else None
+    if user is None or not user.is_active:
+        return None
+    request.state.user = user  # for the navigation bar of error pages
+    return user
+
+
+def require_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
+    if user is None:
+        raise LoginRequired
+    return user
+
+
+def require_instructor(user: Annotated[User, Depends(require_user)]) -> User:
+    if not user.is_staff:
+        raise Forbidden("This page is for instructors.")
+    return user
+
+
+MaybeUser = Annotated[User | None, Depends(optional_user)]
+WebUser = Annotated[User, Depends(require_user)]
+WebInstructor = Annotated[User, Depends(require_instructor)]
+
+
+def csrf_token(request: Request) -> str:
+    """This session's CSRF token, created on first use (the session cookie is signed, so it cannot be forged)."""
+    token = request.session.get(_CSRF_KEY)
+    if not isinstance(token, str) or not token:
+        token = request.session[_CSRF_KEY] = secrets.token_urlsafe(32)
+    return token
+
+
+def rotate_csrf(request: Request) -> None:
+    request.session[_CSRF_KEY] = secrets.token_urlsafe(32)
+
+
+async def checked_form(request: Request) -> FormData:
+    """The POSTed form, once its CSRF token matches the session's (SameSite=lax alone misses same-site attackers)."""
+    form = await request.form()
+    sent = form.get(CSRF_FIELD)
+    expected = request.session.get(_CSRF_KEY)
+    if not isinstance(sent, str) or not isinstance(expected, str) or not secrets.compare_digest(sent, expected):
+        raise CsrfFailed(
+            "This form has expired or did not come from this site. Go back, reload the page and try again."
+        )
+    return form
+
+
+CheckedForm = Annotated[FormData, Depends(checked_form)]

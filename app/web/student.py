@@ -1,0 +1,102 @@
+"""Pages every logged-in user has: sets, a set's problems and answer forms, a submission, history."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import RedirectResponse
+from sqlalchemy.orm import Session
+from starlette.datastructures import FormData
+
+from app.config import Settings
+from app.errors import Invalid
+from app.problemsets.service import get_latest, loaded_version, problem_view
+from app.submissions import service as submissions
+from app.submissions.models import Source
+from app.submissions.views import submission_summary
+from app.users.models import User
+from app.web import views
+from app.web.deps import CheckedForm, WebSession, WebSettings, WebUser
+from app.web.forms import ANSWER_PREFIX, answers_from_form, code_from_form
+from app.web.rendering import render
+from app.web.routing import WebRoute
+
+router = APIRouter(route_class=WebRoute)
+
+
+@router.get("/")
+def index(request: Request, user: WebUser, session: WebSession) -> Response:
+    """The sets you can see, with your progress."""
+    return render(request, "index.html", cards=views.set_cards(session, user=user))
+
+
+@router.get("/sets/{slug}")
+def set_page(request: Request, slug: str, user: WebUser, session: WebSession, settings: WebSettings) -> Response:
+    """A set's problems with their prompts and answer forms."""
+    return render(request, "set.html", math=True, **views.set_page(session, settings, user=user, slug=slug))
+
+
+@router.post("/sets/{slug}/problems/{problem_id}")
+def submit(
+    request: Request,
+    slug: str,
+    problem_id: str,
+    form: CheckedForm,
+    user: WebUser,
+    session: WebSession,
+    settings: WebSettings,
+) -> Response:
+    """Store the answers or code as a submission, wake a worker, and show the submission."""
+    try:
+        sub_id = _store(session, settings, form, user=user, slug=slug, problem_id=problem_id)
+    except Invalid as exc:
+        session.rollback()
+        # Back to the set page with the message next to this problem and the answers as they were typed.
+        typed = {k.removeprefix(ANSWER_PREFIX): form.getlist(k) for k in form if k.startswith(ANSWER_PREFIX)}
+        code = form.get("code")
+        context = views.set_page(session, settings, user=user, slug=slug)
+        return render(request, "set.html", 422, math=True, error_problem=problem_id, error=exc.message, typed=typed,
+                      typed_code=code if isinstance(code, str) else "", **context)  # fmt: skip
+    request.app.state.dispatch(sub_id)
+    return RedirectResponse(f"/submissions/{sub_id}", status_code=303)
+
+
+def _store(session: Session, settings: Settings, form: FormData, *, user: User, slug: str, problem_id: str) -> int:
+    version = get_latest(session, slug, include_hidden=user.is_staff)
+    loaded = loaded_version(settings, version)
+    problem = loaded.spec.problem(problem_id)
+    if problem is None:
+        raise Invalid(f"This set has no problem {problem_id!r}.", field="problem")
+    answers = code = None
+    if problem.kind == "code":
+        code = code_from_form(form)
+    else:
+        answers = answers_from_form(form, problem_view(problem, loaded, None)["parts"])
+    # create() commits, so the worker woken next finds the row.
+    sub, _ = submissions.create(
+        session,
+        settings=settings,
+        user=user,
+        problem_set=slug,
+        problem_id=problem_id,
+        answers=answers,
+        code=code,
+        source=Source.WEB,
+    )
+    return sub.id
+
+
+@router.get("/submissions/{submission_id}")
+def submission_page(
+    request: Request, submission_id: int, user: WebUser, session: WebSession, settings: WebSettings
+) -> Response:
+    """Status (refreshing while it is graded), score, per-check results, feedback and the explanation."""
+    page = views.submission_page(session, settings, user=user, submission_id=submission_id)
+    refresh = 2 if page.sub.status in ("queued", "running") else None
+    return render(request, "submission.html", math=True, page=page, refresh=refresh)
+
+
+@router.get("/history")
+def history(request: Request, user: WebUser, session: WebSession) -> Response:
+    """Your submissions, newest first."""
+    rows = submissions.list_for(session, user=user, user_id=user.id, limit=200)
+    return render(request, "history.html", rows=[submission_summary(s) for s in rows])
