@@ -47,17 +47,20 @@ class ChildCgroup:
                     found |= {int(x) for x in (group / "cgroup.procs").read_text().split()}
         return sorted(found)
 
+    def signal_all(self) -> None:
+        """One SIGKILL to every current member, without waiting."""
+        for pid in self.procs():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
     def kill_all(self, timeout_s: float = 5.0) -> bool:
         """SIGKILL every member until none is left (a fork bomb keeps forking while it is killed)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            members = self.procs()
-            if not members:
+            if not self.procs():
                 return True
-            for pid in members:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.002)
+            self.signal_all()
+            time.sleep(0.001)
         return not self.procs()
 
     def oom_killed(self) -> bool:

@@ -115,12 +115,16 @@ class StudentProcess:
         return self._end("exited", f"your code ended the process (exit status {code})")
 
     def kill(self) -> None:
-        """SIGKILL the child's whole tree: its cgroup, its process group, and (sandboxed) every process of its uid."""
+        """SIGKILL the child's whole tree: its cgroup, its process group, and (sandboxed) every process of its uid.
+
+        Does not wait for the processes to be gone (finish() does, before the cgroup is removed).
+        """
         if self.h.cgroup is not None:
-            self.h.cgroup.kill_all()
+            self.h.cgroup.signal_all()
         with contextlib.suppress(OSError):
             os.killpg(self.h.host_pid, signal.SIGKILL)
-        if self.h.uid is not None:
+        # Without a cgroup, the uid is the only complete list (a cgroup holds every descendant, so it suffices).
+        if self.h.uid is not None and self.h.cgroup is None:
             for pid in procfs.pids_of_uid(self.h.uid):
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)

@@ -109,7 +109,7 @@ class Zygote:
 
     def reap(self, pid: int, uid: int | None, workdir: str) -> dict[str, Any]:
         """Kill what is left of a run, collect its exit status, wipe its working dir."""
-        for _ in range(50):
+        for _ in range(5000):  # ~5 s: a SIGKILLed process normally goes within a few ms
             if uid is not None:  # every process of the slot's uid belongs to this run (one run per slot)
                 for victim in pids_of_uid(uid):
                     _kill(victim)
@@ -117,7 +117,7 @@ class Zygote:
             status = self._wait(pid)
             if status is not None and (uid is None or not pids_of_uid(uid)):
                 break
-            time.sleep(0.02)
+            time.sleep(0.001)
         self._collect()
         self.exited.clear()
         shutil.rmtree(workdir, ignore_errors=True)
