@@ -14,16 +14,25 @@ from graders.answers.specs import NumericSpec
 
 # 1,048,576 or 1,048,576.5: commas only count as thousands separators in groups of exactly three digits.
 _THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])")
+# 1 048 576, with spaces, thin spaces (U+2009, U+202F, NBSP) or LaTeX \, between groups of exactly three digits;
+# "1 048 57" or "10 48 576" are left alone (and then fail to parse, since two numbers side by side are no number).
+_SPACE_SEP = r"(?:[ \u00a0\u2009\u202f]|\\,)"
+_SPACED_THOUSANDS = re.compile(
+    r"(?<![\d.,])(?<!\d[ \u00a0\u2009\u202f])(?<!\d\\,)"  # not the tail of a longer digit run
+    rf"\d{{1,3}}(?:{_SPACE_SEP}\d{{3}})+(?:\.\d+)?(?![\d,])(?!{_SPACE_SEP}\d)"
+)
+_SPACE_SEP_CHARS = re.compile(_SPACE_SEP)
 
 
 def read_number(text: str) -> float:
-    """Read a number or expression such as ``0.67``, ``6.698e-1``, ``1,048,576``, ``2^20``, ``2/3``, ``66.7%``.
+    """Read a number or expression: ``0.67``, ``6.698e-1``, ``1,048,576``, ``1 048 576``, ``2^20``, ``2/3``, ``66.7%``.
 
     Raises:
         ExprError: with a student-safe message when it cannot be read or evaluated.
     """
     text = strip_trailing_punct(fold_width(superscripts_to_powers(text)).strip())
     text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
+    text = _SPACED_THOUSANDS.sub(lambda m: _SPACE_SEP_CHARS.sub("", m.group()), text)
     scale = 1.0
     if text.endswith("%"):
         # A percentage is the fraction it names: "66.7%" is 0.667.

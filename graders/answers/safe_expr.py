@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from graders.answers.expr_errors import (
     ExprError,
@@ -48,9 +48,21 @@ _TOKEN = re.compile(
 )
 _LEADING_ZEROS = re.compile(r"^0+(?=\d)")
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+BIG_O = "O"
+
+Token = tuple[str, str]
 
 
-def _tokenize(plain: str) -> list[tuple[str, str]]:
+class AmbiguousName(UnknownName):
+    """A run of letters that reads as allowed symbols in more than one way (``dk`` when d, k and d_k are allowed)."""
+
+    def __init__(self, name: str, readings: Sequence[str]) -> None:
+        super().__init__(name)
+        self.readings = list(readings)
+        self.args = (f"'{name[:30]}' is ambiguous: it could be {' or '.join(r[:40] for r in self.readings)}",)
+
+
+def _tokenize(plain: str) -> list[Token]:
     tokens = []
     for m in _TOKEN.finditer(plain):
         kind = m.lastgroup or "bad"
@@ -63,10 +75,10 @@ def _tokenize(plain: str) -> list[tuple[str, str]]:
     return tokens
 
 
-def _with_implicit_products(tokens: list[tuple[str, str]]) -> str:
+def _with_implicit_products(tokens: list[Token]) -> str:
     """Join tokens, writing the ``*`` students leave out: ``2pi``, ``2 sqrt(x)``, ``(a)(b)``, ``2(x+1)``."""
     out: list[str] = []
-    prev: tuple[str, str] | None = None
+    prev: Token | None = None
     for tok in tokens:
         if prev is not None:
             left_ends_value = prev[0] == "num" or prev[1] == ")" or (prev[0] == "name" and prev[1] not in FUNCTIONS)
@@ -87,14 +99,91 @@ def _check_nesting(plain: str) -> None:
             raise ExprTooBig("the expression is too deeply nested")
 
 
-def to_python_syntax(text: str) -> str:
-    """Normalise LaTeX/Unicode math to the plain Python-syntax text that is handed to ``ast.parse``."""
+def _plain_tokens(text: str) -> list[Token]:
     if len(text) > MAX_CHARS:
         raise ExprTooBig(f"the expression is too long (at most {MAX_CHARS} characters)")
     # Trailing sentence punctuation ("sqrt(d_k)。") is not part of the formula; "2." loses nothing either.
     plain = unicode_math_to_ascii(latex_to_plain(strip_trailing_punct(text.strip())))
     _check_nesting(plain)
-    return _with_implicit_products(_tokenize(plain))
+    return _tokenize(plain)
+
+
+def to_python_syntax(text: str) -> str:
+    """Normalise LaTeX/Unicode math to the plain Python-syntax text that is handed to ``ast.parse``."""
+    return _with_implicit_products(_plain_tokens(text))
+
+
+def _readings(name: str, pieces: Collection[str]) -> list[list[str]]:
+    """Up to two ways to write ``name`` as a run of ``pieces`` (``BTd`` -> [[B, T, d]]); [] when there is none.
+
+    ``ways[i]`` counts (capped at 2) the decompositions of ``name[i:]``, so a second reading is found without
+    enumerating them all: follow the first reading and, at the first position where another piece also leads to a
+    complete decomposition, branch off.
+    """
+    n = len(name)
+    ordered = sorted(pieces, key=lambda p: (-len(p), p))  # deterministic: longest piece first
+    ways = [0] * (n + 1)
+    ways[n] = 1
+    for i in range(n - 1, -1, -1):
+        ways[i] = min(2, sum(ways[i + len(p)] for p in ordered if p and name.startswith(p, i)))
+
+    def complete(i: int) -> list[str]:
+        out = []
+        while i < n:
+            piece = next(p for p in ordered if p and name.startswith(p, i) and ways[i + len(p)])
+            out.append(piece)
+            i += len(piece)
+        return out
+
+    if ways[0] == 0:
+        return []
+    first = complete(0)
+    if ways[0] == 1:
+        return [first]
+    i = 0
+    for k, piece in enumerate(first):
+        if ways[i + len(piece)] == 1:
+            other = next((p for p in ordered if p != piece and p and name.startswith(p, i) and ways[i + len(p)]), None)
+            if other is not None:
+                return [first, [*first[:k], other, *complete(i + len(other))]]
+        i += len(piece)
+    return [first]  # unreachable: ways[0] == 2 means some position branches
+
+
+def _split_juxtaposed(tokens: list[Token], table: Mapping[str, str], symbols: Collection[str]) -> list[Token]:
+    """Read a name that is not allowed as allowed symbols written side by side: ``BT`` is ``B T`` for [B, T].
+
+    Only a split that is unique counts (``BTd`` with B, T, d; not ``dk`` when d, k and d_k are all allowed). An
+    exact symbol, a function and a constant are never split; a loose spelling (``dk`` for d_k) is one reading among
+    the others. Pieces are whole names, so underscores stay inside them: ``d_kT`` is d_k T, and ``B_T`` with [B, T]
+    stays unknown. The pieces become separate name tokens, which _with_implicit_products multiplies.
+    """
+    out: list[Token] = []
+    for kind, value in tokens:
+        if kind != "name" or value in symbols or value in FUNCTIONS or value in CONSTANTS:
+            out.append((kind, value))
+            continue
+        readings = _readings(value, table)
+        if len(readings) > 1:
+            raise AmbiguousName(value, ["*".join(table[p] for p in r) for r in readings])
+        if readings:
+            out.extend(("name", piece) for piece in readings[0])
+        else:
+            out.append((kind, value))  # unknown: the validator names it
+    return out
+
+
+def _unwrap_big_o(tokens: list[Token]) -> list[Token]:
+    """``O(B T^2 d)`` -> ``B T^2 d`` when the O wraps the whole input; anything else is returned unchanged."""
+    if len(tokens) < 3 or tokens[0] != ("name", BIG_O) or tokens[1] != ("op", "(") or tokens[-1] != ("op", ")"):
+        return tokens
+    depth = 0
+    for index, (_, value) in enumerate(tokens[1:], start=1):
+        depth += value == "("
+        depth -= value == ")"
+        if depth == 0 and index != len(tokens) - 1:
+            return tokens  # O(a) + O(b): the first group closes early
+    return tokens[2:-1]
 
 
 class _Validator:
@@ -182,21 +271,31 @@ def _symbol_table(symbols: Collection[str]) -> dict[str, str]:
     return table
 
 
-def parse_expression(text: str, symbols: Collection[str] = ()) -> ast.expr:
+def parse_expression(text: str, symbols: Collection[str] = (), *, big_o: bool = False) -> ast.expr:
     """Parse a student's expression into a validated AST.
+
+    Names that are not allowed but split uniquely into allowed symbols are products: ``BT^2d`` is ``B*T**2*d``
+    for symbols [B, T, d].
 
     Args:
         text: plain, Unicode or LaTeX math, e.g. ``2^20``, ``exp(1/sqrt(2))``, ``\\frac{1}{\\sqrt{d_k}}``.
         symbols: variable names allowed besides ``pi`` and ``e`` (a symbol named ``e`` shadows the constant).
+        big_o: read ``O(expr)`` / ``\\mathcal{O}(expr)`` wrapping the whole input as ``expr`` unless ``O`` is an
+            allowed symbol. Complexity questions ask for what goes inside the O; students often write the O too.
 
     Returns:
         The expression node; its Name ids are canonical symbol names or constants.
 
     Raises:
-        ExprSyntaxError: not readable (UnknownName for a name that is not allowed).
+        ExprSyntaxError: not readable (UnknownName for a name that is not allowed, AmbiguousName for one that
+            splits into allowed symbols in several ways).
         ExprTooBig: too long, too deep, or an exponent too large.
     """
-    source = to_python_syntax(text)
+    table = _symbol_table(symbols)
+    tokens = _plain_tokens(text)
+    if big_o and BIG_O not in table:
+        tokens = _unwrap_big_o(tokens)
+    source = _with_implicit_products(_split_juxtaposed(tokens, table, symbols))
     if not source:
         raise ExprSyntaxError("empty expression")
     try:
@@ -205,7 +304,7 @@ def parse_expression(text: str, symbols: Collection[str] = ()) -> ast.expr:
         raise ExprSyntaxError("not a valid expression") from err
     except (RecursionError, MemoryError) as err:
         raise ExprTooBig("the expression is too deeply nested") from err
-    _Validator(_symbol_table(symbols)).check(tree.body)
+    _Validator(table).check(tree.body)
     if not _free_names(tree.body):
         # A constant that overflows (1e308*1e308) is refused here, so no caller escalates it to SymPy.
         try:

@@ -6,9 +6,10 @@ functions ``(submitted: str, spec) -> PartResult``.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Spec(BaseModel):
@@ -28,6 +29,17 @@ class TextSpec(_Spec):
     case_sensitive: bool = False
     regex: str | None = Field(default=None, description="a full-match regex that also accepts")
     keywords: list[str] | None = Field(default=None, description="accept when the answer contains all of these")
+
+    @field_validator("regex")
+    @classmethod
+    def _regex_compiles(cls, regex: str | None) -> str | None:
+        # Refused when the set is loaded, not when the first student's answer reaches text._compiled.
+        if regex is not None:
+            try:
+                re.compile(regex)
+            except re.error as err:
+                raise ValueError(f"regex {regex!r} is not a valid regular expression: {err}") from err
+        return regex
 
     @model_validator(mode="after")
     def _something_accepts(self) -> TextSpec:
@@ -84,6 +96,21 @@ class SymbolicSpec(_Spec):
     kind: Literal["symbolic"]
     answer: str = Field(description="the expected expression, plain or LaTeX, e.g. sqrt(d_k)")
     symbols: list[str] = Field(default_factory=list, description="variable names students may use, e.g. [d_k]")
+
+    @model_validator(mode="after")
+    def _answer_parses(self) -> SymbolicSpec:
+        # The grader parses the answer the same way; a broken one is refused at load, not at the first submission.
+        # Imported here, not at the top, so this schema module never joins an import cycle with the graders.
+        from graders.answers.expr_errors import ExprError
+        from graders.answers.safe_expr import parse_expression
+
+        try:
+            parse_expression(self.answer, self.symbols)
+        except ExprError as err:
+            raise ValueError(
+                f"answer {self.answer!r} is not a valid expression with symbols {self.symbols}: {err}"
+            ) from err
+        return self
 
 
 class IdentifierSpec(_Spec):

@@ -21,7 +21,7 @@ from graders.answers import symbolic_pool
 from graders.answers.expr_errors import ExprError, ExprSyntaxError, UnknownName
 from graders.answers.normalize import precheck, quote, right, wrong
 from graders.answers.result import PartResult
-from graders.answers.safe_expr import evaluate, parse_expression
+from graders.answers.safe_expr import MAX_CHARS, AmbiguousName, evaluate, parse_expression
 from graders.answers.specs import SymbolicSpec
 
 N_POINTS = 5
@@ -68,11 +68,18 @@ def _unknown_name_feedback(name: str, symbols: tuple[str, ...]) -> str:
     return f"unknown symbol '{name[:30]}'; you may use {allowed}"
 
 
+def _worker_text(submitted: str, normalized: str) -> str:
+    """The text the SymPy worker re-parses (without big_o): the parsed formula, O(.) unwrapped, products explicit."""
+    compact = normalized.replace(" ", "")  # unparse output has no names or numbers that spaces must separate
+    return compact if len(compact) <= MAX_CHARS else submitted
+
+
 def grade_symbolic(submitted: str, spec: SymbolicSpec) -> PartResult:
     """Grade a formula by equivalence with the expected one.
 
     Args:
-        submitted: plain (``sqrt(d_k)``, ``d_k^(1/2)``), Unicode (``√d_k``) or LaTeX (``\\sqrt{d_k}``) math.
+        submitted: plain (``sqrt(d_k)``, ``d_k^(1/2)``), Unicode (``√d_k``) or LaTeX (``\\sqrt{d_k}``) math;
+            one-letter symbols may be juxtaposed (``BT^2d``) and the whole may be wrapped in ``O(...)``.
         spec: the part's SymbolicSpec; only ``spec.symbols`` (plus pi, e) may appear as names.
 
     Returns:
@@ -85,7 +92,11 @@ def grade_symbolic(submitted: str, spec: SymbolicSpec) -> PartResult:
     symbols = tuple(spec.symbols)
     expected = _expected_tree(spec.answer, symbols)
     try:
-        student = parse_expression(submitted, symbols)
+        # big_o: a complexity blank asks for the inside of O(.), and students often type the O as well; when O is
+        # not one of the part's symbols, "O(B T^2 d)" and "\mathcal{O}(BT^2d)" are graded as "B T^2 d".
+        student = parse_expression(submitted, symbols, big_o=True)
+    except AmbiguousName as err:
+        return wrong(f"{err}; write the product with * or spaces (you may use {', '.join(symbols)})")
     except UnknownName as err:
         return wrong(_unknown_name_feedback(err.name, symbols))
     except ExprSyntaxError as err:
@@ -95,7 +106,7 @@ def grade_symbolic(submitted: str, spec: SymbolicSpec) -> PartResult:
     normalized = ast.unparse(student)
     verdict: str | None = numeric_verdict(student, expected, symbols)
     if verdict is None:
-        verdict = symbolic_pool.check_equal(submitted, spec.answer, symbols)
+        verdict = symbolic_pool.check_equal(_worker_text(submitted, normalized), spec.answer, symbols)
     if verdict in ("timeout", "error"):
         return wrong(f"{COULD_NOT_EVALUATE}: it is too complex to check; simplify it and try again", normalized)
     if verdict == "equal":

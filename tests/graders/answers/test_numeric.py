@@ -44,7 +44,25 @@ def test_rejects_realistic_wrong_values(answer: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "answer", ["1048576", "1,048,576", "2^20", "2**20", "2²⁰", "1024*1024", "1024×1024", "１０４８５７６"]
+    "answer",
+    [
+        "1048576",
+        "1,048,576",
+        "1 048 576",
+        "1\u2009048\u2009576",
+        "1\u202f048\u202f576",
+        "1\u00a0048\u00a0576",
+        r"1\,048\,576",
+        r"$1\,048\,576$",
+        "1 048 576。",
+        "2^20",
+        "2**20",
+        "2²⁰",
+        "1024*1024",
+        "1024×1024",
+        "１０４８５７６",
+        "2 * 524 288",
+    ],
 )
 def test_exact_integers(answer: str) -> None:
     result = grade_numeric(answer, BIG)
@@ -52,9 +70,23 @@ def test_exact_integers(answer: str) -> None:
     assert result.normalized == "1048576"
 
 
-@pytest.mark.parametrize("answer", ["1048575", "2^21", "1,048,577", "1000000"])
+@pytest.mark.parametrize("answer", ["1048575", "2^21", "1,048,577", "1000000", "1 048 577"])
 def test_exact_integers_reject(answer: str) -> None:
     assert not grade_numeric(answer, BIG).correct
+
+
+@pytest.mark.parametrize(
+    "answer", ["1 048 57", "10 48 576", "1 0485 76", "1048 576", "1 048 576 7", "1 048  576", "1,048 576", "1  048 576"]
+)
+def test_space_groups_must_be_exactly_three_digits(answer: str) -> None:
+    result = grade_numeric(answer, BIG)
+    assert not result.correct and result.feedback.startswith("expected a number, got")
+
+
+def test_space_grouped_decimals() -> None:
+    spec = NumericSpec(kind="numeric", answer=12345.5, rtol=0)
+    assert grade_numeric("12 345.5", spec).normalized == "12345.5"
+    assert not grade_numeric("12 345 .5", spec).correct
 
 
 @pytest.mark.parametrize("answer", ["2/3", "0.6667", "0.666667", "２／３"])

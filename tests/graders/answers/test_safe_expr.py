@@ -9,7 +9,7 @@ import pytest
 
 from graders.answers.expr_errors import ExprEvalError, ExprSyntaxError, ExprTooBig, UnknownName
 from graders.answers.latex import latex_to_plain
-from graders.answers.safe_expr import evaluate, parse_expression
+from graders.answers.safe_expr import AmbiguousName, evaluate, parse_expression, to_python_syntax
 
 
 @pytest.mark.parametrize(
@@ -135,3 +135,81 @@ def test_evaluation_errors(text: str) -> None:
 )
 def test_latex_to_plain(latex: str, plain: str) -> None:
     assert latex_to_plain(latex) == plain
+
+
+@pytest.mark.parametrize(
+    ("text", "symbols", "parsed"),
+    [
+        ("BT^2d", ["B", "T", "d", "H"], "B * T ** 2 * d"),
+        ("BHT^2", ["B", "T", "d", "H"], "B * H * T ** 2"),
+        ("2BT(T+1)", ["B", "T"], "2 * B * T * (T + 1)"),
+        ("dd_k", ["d", "d_k"], "d * d_k"),
+        ("d_kT", ["d_k", "T"], "d_k * T"),
+        ("dkdv", ["d_k", "d_v"], "d_k * d_v"),
+        ("dk", ["d_k"], "d_k"),
+        ("ab", ["a", "b", "ab"], "ab"),
+        ("Be", ["B", "e"], "B * e"),
+        ("ln(T)", ["l", "n", "T"], "ln(T)"),  # functions and constants are never split
+        ("pi", ["p", "i"], "pi"),
+    ],
+)
+def test_juxtaposed_symbols_split_uniquely(text: str, symbols: list[str], parsed: str) -> None:
+    assert ast.unparse(parse_expression(text, symbols)) == parsed
+
+
+@pytest.mark.parametrize(
+    ("text", "symbols", "readings"),
+    [
+        ("BTd", ["B", "T", "d", "BT"], ["BT*d", "B*T*d"]),
+        ("dk", ["d", "k", "d_k"], ["d_k", "d*k"]),
+        ("abab", ["a", "b", "ab"], ["ab*ab", "ab*a*b"]),
+    ],
+)
+def test_ambiguous_juxtaposition(text: str, symbols: list[str], readings: list[str]) -> None:
+    with pytest.raises(AmbiguousName) as info:
+        parse_expression(text, symbols)
+    assert info.value.readings == readings
+    assert str(info.value) == f"'{text}' is ambiguous: it could be {' or '.join(readings)}"
+
+
+@pytest.mark.parametrize(("text", "symbols"), [("BTx", ["B", "T"]), ("B_T", ["B", "T"]), ("d_k", ["d", "k"])])
+def test_names_that_do_not_split_stay_unknown(text: str, symbols: list[str]) -> None:
+    with pytest.raises(UnknownName) as info:
+        parse_expression(text, symbols)
+    assert not isinstance(info.value, AmbiguousName)
+    assert info.value.name == text
+
+
+def test_long_juxtaposition_is_linear_not_exponential() -> None:
+    # 2^n ways to read "aaa..." with a and aa: counting is capped, so this answers at once.
+    with pytest.raises(AmbiguousName):
+        parse_expression("a" * 400, ["a", "aa"])
+    assert ast.unparse(parse_expression("ab" * 20, ["a", "b"])).count("*") == 39
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("O(BT^2d)", "B * T ** 2 * d"),
+        (r"\mathcal{O}\left(B T^{2} d\right)", "B * T ** 2 * d"),
+        ("O((B+T)*d)", "(B + T) * d"),
+    ],
+)
+def test_big_o_wrapping_the_whole_input_is_dropped_on_request(text: str, parsed: str) -> None:
+    assert ast.unparse(parse_expression(text, ["B", "T", "d"], big_o=True)) == parsed
+    with pytest.raises(UnknownName):
+        parse_expression(text, ["B", "T", "d"])  # off by default (numeric and matrix answers)
+
+
+@pytest.mark.parametrize("text", ["O(B)+O(T)", "O(B)(T)", "2O(B)", "O"])
+def test_big_o_not_wrapping_everything_stays_a_name(text: str) -> None:
+    with pytest.raises(UnknownName):
+        parse_expression(text, ["B", "T"], big_o=True)
+
+
+def test_big_o_is_kept_when_o_is_a_symbol() -> None:
+    assert ast.unparse(parse_expression("O(n)", ["O", "n"], big_o=True)) == "O * n"
+
+
+def test_to_python_syntax_is_unchanged_by_splitting() -> None:
+    assert to_python_syntax("BT^2d") == "BT ** 2 * d"

@@ -146,6 +146,114 @@ def test_worker_environment_carries_no_secrets(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_invalid_expected_expression_is_a_problem_set_error() -> None:
-    spec = SymbolicSpec(kind="symbolic", answer="sqrt(x)", symbols=["d_k"])
+    # The spec validator refuses this at load (test_specs); model_construct skips it to test the grader's own guard.
+    spec = SymbolicSpec.model_construct(kind="symbolic", answer="sqrt(x)", symbols=["d_k"])
     with pytest.raises(ValueError, match="expected expression"):
         grade_symbolic("sqrt(d_k)", spec)
+
+
+BIG_O_TIME = SymbolicSpec(kind="symbolic", answer="B*T**2*d", symbols=["B", "T", "d", "H"])
+BIG_O_MEMORY = SymbolicSpec(kind="symbolic", answer="B*H*T**2", symbols=["B", "T", "d", "H"])
+
+
+@pytest.mark.parametrize(
+    ("answer", "ok"),
+    [
+        ("BT^2d", True),
+        ("BdT^2", True),
+        ("BT²d", True),
+        (r"BT^{2}d", True),
+        ("dBTT", True),
+        ("BTTd", True),
+        ("2BT^2d/2", True),
+        ("BTd", False),
+        ("BT^2", False),
+        ("BHT^2", False),
+        ("BTd^2", False),
+    ],
+)
+def test_juxtaposed_one_letter_symbols_multiply(answer: str, ok: bool) -> None:
+    result = grade_symbolic(answer, BIG_O_TIME)
+    assert result.correct is ok, result.feedback
+    if not ok:
+        assert result.feedback == "not equivalent to the expected expression"
+
+
+def test_juxtaposed_symbols_normalize_to_an_explicit_product() -> None:
+    assert grade_symbolic("BHT^2", BIG_O_MEMORY).normalized == "B * H * T ** 2"
+
+
+@pytest.mark.parametrize("answer", ["BTx", "B_T", "BTD", "Bt^2d"])
+def test_names_that_do_not_split_into_symbols_stay_unknown(answer: str) -> None:
+    result = grade_symbolic(answer, BIG_O_TIME)
+    assert not result.correct
+    assert result.feedback == f"unknown symbol '{answer.split('^')[0]}'; you may use B, T, d, H"
+
+
+@pytest.mark.parametrize(
+    ("symbols", "answer"),
+    [
+        (["B", "T", "d", "BT"], "BTd"),  # B*T*d or BT*d
+        (["d", "k", "d_k"], "dk"),  # d*k or the loose spelling of d_k
+        (["a", "b", "ab"], "abab"),
+    ],
+)
+def test_ambiguous_juxtaposition_is_refused(symbols: list[str], answer: str) -> None:
+    spec = SymbolicSpec(kind="symbolic", answer="*".join(symbols), symbols=symbols)
+    result = grade_symbolic(answer, spec)
+    assert not result.correct and result.score == 0.0
+    assert f"'{answer}' is ambiguous" in result.feedback
+    assert "write the product with * or spaces" in result.feedback
+
+
+@pytest.mark.parametrize(
+    ("symbols", "answer", "expected"),
+    [
+        (["d", "d_k"], "dd_k", "d*d_k"),
+        (["d", "d_k"], "d_kd", "d*d_k"),
+        (["d", "d_k"], "ddk", "d*d_k"),
+        (["d", "d_k"], "dk", "d_k"),  # the loose spelling still works when nothing else reads the same
+        (["d", "d_k"], "d_k", "d_k"),
+        (["a", "b", "ab"], "ab", "ab"),  # an exact symbol is never split
+        (["d_k", "d_v"], "dkdv", "d_k*d_v"),
+    ],
+)
+def test_juxtaposition_with_underscored_symbols(symbols: list[str], answer: str, expected: str) -> None:
+    spec = SymbolicSpec(kind="symbolic", answer=expected, symbols=symbols)
+    result = grade_symbolic(answer, spec)
+    assert result.correct, result.feedback
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "O(BT^2d)",
+        "O(B T^2 d)",
+        "O(B*T^2*d)",
+        r"\mathcal{O}(BT^2d)",
+        r"$\mathcal{O}\left(B T^{2} d\right)$",
+        r"O\left(BT^{2}d\right)",
+        "𝒪(BT²d)",
+    ],
+)
+def test_big_o_wrapper_is_graded_by_its_inside(answer: str) -> None:
+    result = grade_symbolic(answer, BIG_O_TIME)
+    assert result.correct, result.feedback
+    assert result.normalized == "B * T ** 2 * d"
+
+
+@pytest.mark.parametrize("answer", ["O(BHT^2)", "O(BT^2)", "O(B)*O(T^2d)", "O(BT^2d)+1", "O(BT^2d"])
+def test_big_o_wrapper_rejects_wrong_insides_and_partial_wrapping(answer: str) -> None:
+    assert not grade_symbolic(answer, BIG_O_TIME).correct
+
+
+def test_big_o_is_a_product_when_o_is_a_symbol() -> None:
+    spec = SymbolicSpec(kind="symbolic", answer="O*(n+1)", symbols=["O", "n"])
+    assert grade_symbolic("O(n+1)", spec).correct
+    assert not grade_symbolic("n+1", spec).correct
+
+
+def test_big_o_inside_that_needs_sympy_is_checked_without_the_o() -> None:
+    # Overflows at every sample point, so the worker decides; it re-parses the unwrapped formula, not the raw text.
+    cancel = "O(B*T^2*d + exp(1000 + T) - exp(1000 + T))"
+    assert grade_symbolic(cancel, BIG_O_TIME).correct
