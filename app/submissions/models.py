@@ -92,10 +92,12 @@ class Grade(Base):
     graded_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     manual_graded_by_id: Mapped[int | None] = mapped_column(ForeignKey("user.id", ondelete="SET NULL"), nullable=True)
     manual_feedback: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Fraction taken off for lateness under the set's late policy, fixed when the submission is graded.
+    late_penalty: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
 
     submission: Mapped[Submission] = relationship(back_populates="grade")
 
     @property
     def final_score(self) -> float:
-        """Derived, never stored: the automatic part plus whatever an instructor awarded by hand."""
-        return round(self.auto_score + (self.manual_score or 0.0), 6)
+        """Derived, never stored: automatic plus manual points, less the late penalty."""
+        return round((self.auto_score + (self.manual_score or 0.0)) * (1.0 - self.late_penalty), 6)

@@ -11,9 +11,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from app.config import Settings
-from app.errors import Conflict, Invalid, NotFound
+from app.db import utcnow
+from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.service import get_latest, loaded_version
+from app.submissions.lateness import is_closed
 from app.submissions.models import Source, Status, Submission
 from app.users.models import User
 from graders.answers.problem import answer_errors
@@ -40,7 +42,10 @@ def create(
         if existing is not None:
             return _replay(existing, problem_set, problem_id, answers, code)
     version = get_latest(session, problem_set, include_hidden=user.is_staff)
-    problem = loaded_version(settings, version).spec.problem(problem_id)
+    spec = loaded_version(settings, version).spec
+    if is_closed(spec, utcnow()) and not user.is_staff:
+        raise Forbidden(f"problem set {problem_set!r} is closed: it was due {spec.due_at:%Y-%m-%d %H:%M} UTC")
+    problem = spec.problem(problem_id)
     if problem is None:
         raise Invalid(f"unknown problem {problem_id!r} in set {problem_set!r}", field="problem")
     payload = _payload(problem, answers, code)

@@ -14,6 +14,7 @@ from app.config import Settings
 from app.db import session_scope, utcnow
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import loaded_version
+from app.submissions.lateness import late_penalty
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
 from graders.answers.problem import grade_answers
 from graders.code.checks import CheckSpec, load_checks
@@ -65,15 +66,16 @@ class GradingJob:
             assert version is not None
             loaded = loaded_version(self.settings, version)
             problem_id, payload = sub.problem_id, dict(sub.payload)
+            penalty = late_penalty(loaded.spec, sub.created_at)
         try:
             result = grade_payload(loaded, problem_id, payload, self.code_grader)
         except Exception as exc:  # any failure here is ours, not the student's: retry, never score 0
             log.exception("internal error grading submission %s", submission_id)
             self._record_failure(submission_id, worker, f"{type(exc).__name__}: {exc}")
             return
-        self._record(submission_id, worker, result)
+        self._record(submission_id, worker, result, penalty)
 
-    def _record(self, submission_id: int, worker: str, result: GradeResult) -> None:
+    def _record(self, submission_id: int, worker: str, result: GradeResult, late_penalty: float) -> None:
         with session_scope(self.session_factory) as session:
             sub = session.get(Submission, submission_id, with_for_update=True)
             if sub is None or sub.claimed_by != worker or sub.status != Status.RUNNING:
@@ -104,6 +106,7 @@ class GradingJob:
                     verdict=str(result.verdict),
                     message=result.message,
                     grader_version=GRADER_VERSION,
+                    late_penalty=late_penalty,
                 )
             )
             sub.status, sub.graded_at, sub.lease_until, sub.error = Status.GRADED, utcnow(), None, None
