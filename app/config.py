@@ -23,6 +23,9 @@ class Settings(BaseSettings):
     broker_url: str | None = Field(default=None, description="Celery broker (redis://...); none = embedded workers")
     secret_key: SecretStr | None = Field(default=None, description="signs session cookies; default: generated once")
     sandbox: Literal["bwrap", "unsafe-local"] = Field(default="bwrap", description="unsafe-local needs dev_mode")
+    sandbox_device: Literal["auto", "cpu", "cuda"] = Field(
+        default="auto", description="where student tensors live; auto = cuda when this worker has a GPU"
+    )
     workers: int = Field(default=2, ge=0, le=64, description="embedded grading workers started by `serve`")
     problems_dir: Path = Field(default=REPO_ROOT / "problems", description="problem sets loaded by `serve`")
     load_problems_on_start: bool = True

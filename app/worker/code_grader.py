@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Literal
 
 from app.config import Settings
 from graders.code.checks import CheckSpec
@@ -45,5 +46,15 @@ def build_code_grader(settings: Settings) -> CodeGraderLike:
         slots=max(1, settings.workers),
         dev_mode=settings.dev_mode,
         hidden_paths=[settings.data_dir.resolve(), settings.problems_dir.resolve()],
+        device=resolve_device(settings.sandbox_device),
     )
     return CodeGrader(config)
+
+
+def resolve_device(choice: str) -> Literal["cpu", "cuda"]:
+    """ "auto" picks CUDA when this worker has a GPU, so the timing checks measure on it."""
+    if choice == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda" if choice == "cuda" else "cpu"
