@@ -38,7 +38,6 @@ class LazyCodeGrader:
 
 def build_code_grader(settings: Settings) -> CodeGraderLike:
     from graders.code.runner import CodeGrader
-
     from graders.sandbox.config import SandboxConfig
 
     config = SandboxConfig(
