@@ -80,3 +80,21 @@ def _ag_mutation_probe(entry, *args, **kwargs):
     return [name for (name, t), b in zip(tensors, before) if not torch.equal(t.detach(), b)]
 """
 )
+
+# q6: the batched style of the same algorithm, timed beside the student's attention_batched.
+REFERENCE_BATCHED_NAME = "_ag_reference_batched"
+
+REFERENCE_BATCHED_SOURCE = (
+    _EXPORT
+    + """
+
+@_ag_export
+def _ag_reference_batched(q, k, v):
+    import math
+
+    import torch
+
+    weights = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1)
+    return weights @ v, weights
+"""
+)

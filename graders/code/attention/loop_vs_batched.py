@@ -8,7 +8,8 @@ import torch
 
 from graders.code.attention.calling import call_attention
 from graders.code.attention.inputs import generator, randn, random_case
-from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, check
+from graders.code.attention.jail_sources import REFERENCE_BATCHED_NAME, REFERENCE_BATCHED_SOURCE
+from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, Timing, check
 
 
 def agreement_check(
@@ -48,29 +49,62 @@ class SpeedRow:
     t: int
     loop_s: float
     batched_s: float
+    reference_s: float
 
     @property
     def speedup(self) -> float:
         return self.loop_s / max(self.batched_s, 1e-9)
 
+    @property
+    def ratio(self) -> float:
+        """How many times slower than the in-jail reference batched implementation."""
+        return self.batched_s / max(self.reference_s, 1e-9)
+
 
 def format_speed_table(rows: list[SpeedRow], loop_entry: str, batched_entry: str) -> str:
-    header = f"{'T':>5}  {loop_entry + ' ms':>20}  {batched_entry + ' ms':>23}  {'speedup':>8}"
-    body = [f"{r.t:>5}  {r.loop_s * 1e3:>20.3f}  {r.batched_s * 1e3:>23.3f}  {r.speedup:>7.1f}×" for r in rows]
+    header = (
+        f"{'T':>5}  {loop_entry + ' ms':>20}  {batched_entry + ' ms':>23}  {'reference ms':>12}  "
+        f"{'speed-up':>8}  {'vs ref':>7}"
+    )
+    body = [
+        f"{r.t:>5}  {r.loop_s * 1e3:>20.3f}  {r.batched_s * 1e3:>23.3f}  {r.reference_s * 1e3:>12.3f}  "
+        f"{r.speedup:>7.1f}×  {r.ratio:>6.1f}×"
+        for r in rows
+    ]
     return "\n".join([header, *body])
 
 
-def _time(student: StudentProxy, entry: str, t: int, warmup: int, repeat: int) -> float:
+def _time(student: StudentProxy, entry: str, t: int, warmup: int, repeat: int) -> Timing:
     gen = generator(900 + t)
     args = [randn(gen, 1, 2, t, 16).float() for _ in range(3)]
     try:
-        return student.time(entry, args, {}, warmup=warmup, repeat=repeat).median_s
+        return student.time(entry, args, {}, warmup=warmup, repeat=repeat)
     except StudentError as err:
         raise CheckFailed(f"{entry} raised {err.type_name} while being timed (T={t}): {err.message}") from None
 
 
-def measure(student: StudentProxy, loop_entry: str, batched_entry: str, t: int, warmup: int, repeat: int) -> SpeedRow:
-    return SpeedRow(t, _time(student, loop_entry, t, warmup, repeat), _time(student, batched_entry, t, warmup, repeat))
+def measure(
+    student: StudentProxy, loop_entry: str, batched_entry: str, t: int, warmup: int, repeat: int
+) -> tuple[SpeedRow, SpeedRow]:
+    """(medians, fastest runs) at one T: the table shows medians; decisions use the fastest run of each, because
+    load on the worker only ever adds time, so the fastest run is the steadiest estimate of a version's own cost.
+    The reference is cheap, so it gets more repeats."""
+    timings = [
+        _time(student, loop_entry, t, warmup, repeat),
+        _time(student, batched_entry, t, warmup, repeat),
+        _time(student, REFERENCE_BATCHED_NAME, t, warmup, 2 * repeat + 1),
+    ]
+    medians = SpeedRow(t, *(timing.median_s for timing in timings))
+    return medians, SpeedRow(t, *(min(timing.times_s) for timing in timings))
+
+
+def shortfall(row: SpeedRow, min_speedup: float, max_ratio: float) -> str | None:
+    """Why the batched version is not fast enough at this row, or None."""
+    if row.speedup < min_speedup:
+        return f"only {row.speedup:.1f}× faster than the loop (needs {min_speedup:g}×)"
+    if row.ratio > max_ratio:
+        return f"{row.ratio:.0f}× slower than a matrix-product reference (allowed {max_ratio:g}×)"
+    return None
 
 
 def speedup_check(
@@ -79,35 +113,41 @@ def speedup_check(
     loop_entry: str = "attention_loop",
     batched_entry: str = "attention_batched",
     name: str = "batched_faster",
-    sizes: tuple[int, ...] = (32, 128, 512),
+    sizes: tuple[int, ...] = (32, 128, 256),
     min_speedup: float = 3.0,
+    max_ratio: float = 15.0,
     warmup: int = 1,
     repeat: int = 3,
 ) -> CheckFunc:
-    """Build the timing check: a table over ``sizes``; at the largest T the batched version must be faster.
+    """Build the timing check: a table over ``sizes``; at the largest T the batched version must be fast.
 
-    ``min_speedup`` = 3 is generous (a vectorised version is typically 30-300× faster there) yet separates a
-    "batched" version that still loops in Python, whose speed-up is about 1 or less and would make a bare
-    ``loop > batched`` comparison a coin flip.
+    Fast means both: ``min_speedup``× faster than the student's own loop, and within ``max_ratio``× of a
+    matrix-product reference timed the same way in the jail. A "batched" version that still loops over queries
+    in Python pays ~10 µs of interpreter overhead per query: at T ≈ 256 that dominates (about 1× the loop,
+    50× the reference), while a vectorised version is ~25× faster than the loop and 1-3× the reference. At much
+    larger T the T² elementwise work of a hand-written softmax narrows both gaps, so the decision is taken at
+    a moderate largest T (256 by default), where the margins are wide on both sides.
     """
 
     @check(points=points, category="timing", visibility="visible", name=name)
     def batched_faster(student: StudentProxy) -> str:
         """Median times over several T; at the largest T the batched version is clearly faster than the loop."""
-        rows = [measure(student, loop_entry, batched_entry, t, warmup, repeat) for t in sizes]
-        if rows[-1].speedup < min_speedup:
-            # Re-measure before penalising, so one stall of the worker cannot fail a correct pair.
+        student.define(REFERENCE_BATCHED_SOURCE)
+        measured = [measure(student, loop_entry, batched_entry, t, warmup, repeat) for t in sizes]
+        if shortfall(measured[-1][1], min_speedup, max_ratio):
+            # Re-measure before penalising, so a stall of the worker cannot fail a correct pair.
             again = measure(student, loop_entry, batched_entry, sizes[-1], warmup, repeat)
-            rows[-1] = max(rows[-1], again, key=lambda r: r.speedup)
-        table = format_speed_table(rows, loop_entry, batched_entry)
-        where = f"timed on {student.device}, median of {repeat} runs after {warmup} warm-up"
-        last = rows[-1]
-        if last.speedup < min_speedup:
+            if not shortfall(again[1], min_speedup, max_ratio):
+                measured[-1] = again
+        table = format_speed_table([medians for medians, _ in measured], loop_entry, batched_entry)
+        where = f"timed on {student.device}, median of {repeat} runs after {warmup} warm-up; judged on the fastest run"
+        best = measured[-1][1]
+        problem = shortfall(best, min_speedup, max_ratio)
+        if problem:
             raise CheckFailed(
-                f"at T={last.t} {batched_entry} is only {last.speedup:.1f}× faster than {loop_entry} (needs "
-                f"{min_speedup:g}×; {where}). Compute all scores with one matrix product instead of a Python "
-                f"loop.\n{table}"
+                f"at T={best.t} {batched_entry} is {problem}; {where}. Compute all scores with one matrix product "
+                f"instead of a Python loop.\n{table}"
             )
-        return f"{batched_entry} is {last.speedup:.0f}× faster than {loop_entry} at T={last.t} ({where}).\n{table}"
+        return f"{batched_entry} is {best.speedup:.0f}× faster than {loop_entry} at T={best.t} ({where}).\n{table}"
 
     return batched_faster

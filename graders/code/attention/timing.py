@@ -55,14 +55,19 @@ def timing_args(t: int, seed: int) -> tuple[list[Any], dict[str, Any]]:
 
 def time_pair(
     student: StudentProxy, entry: str, reference: str, args: list[Any], kwargs: dict[str, Any], warmup: int, repeat: int
-) -> tuple[float, float]:
-    """Median seconds of the student's function and the reference on the same inputs, one after the other."""
+) -> tuple[TimingRow, TimingRow]:
+    """(medians, fastest runs) of the student's function and the reference on the same inputs.
+
+    The table shows medians; the score uses the fastest run of each, since load on the worker only ever adds
+    time, so the fastest run is the steadiest estimate of a function's own cost.
+    """
+    t = args[0].shape[-2]
     try:
-        mine = student.time(entry, args, kwargs, warmup=warmup, repeat=repeat).median_s
+        mine = student.time(entry, args, kwargs, warmup=warmup, repeat=repeat)
     except StudentError as err:
         raise CheckFailed(f"{entry} raised {err.type_name} while being timed: {err.message}") from None
-    ref = student.time(reference, args, kwargs, warmup=warmup, repeat=repeat).median_s
-    return mine, ref
+    ref = student.time(reference, args, kwargs, warmup=warmup, repeat=repeat)
+    return TimingRow(t, mine.median_s, ref.median_s), TimingRow(t, min(mine.times_s), min(ref.times_s))
 
 
 def timing_check(
@@ -82,19 +87,19 @@ def timing_check(
     def timing(student: StudentProxy) -> str:
         """Median time over several T, relative to the reference timed the same way on the same worker."""
         student.define(REFERENCE_SOURCE)
-        rows = []
+        measured = []
         for t in sizes:
             args, kwargs = timing_args(t, 80 + t)
-            row = TimingRow(t, *time_pair(student, entry, REFERENCE_NAME, args, kwargs, warmup, repeat))
-            if row.ratio > full_ratio:
-                # Re-measure before penalising: a stall of the worker (another process, page faults) during one
-                # measurement must not cost a correct solution its points; the better of two attempts counts.
-                again = TimingRow(t, *time_pair(student, entry, REFERENCE_NAME, args, kwargs, warmup, repeat))
-                row = min(row, again, key=lambda r: r.ratio)
-            rows.append(row)
-        worst = max(r.ratio for r in rows)
-        table = format_table(rows)
-        where = f"timed on {student.device}, median of {repeat} runs after {warmup} warm-up"
+            pair = time_pair(student, entry, REFERENCE_NAME, args, kwargs, warmup, repeat)
+            if pair[1].ratio > full_ratio:
+                # Re-measure before penalising: a stall of the worker must not cost a correct solution its
+                # points; the better of two attempts counts.
+                again = time_pair(student, entry, REFERENCE_NAME, args, kwargs, warmup, repeat)
+                pair = min(pair, again, key=lambda p: p[1].ratio)
+            measured.append(pair)
+        worst = max(best.ratio for _, best in measured)
+        table = format_table([medians for medians, _ in measured])
+        where = f"timed on {student.device}, median of {repeat} runs after {warmup} warm-up; scored on the fastest run"
         fraction = ratio_score(worst, full_ratio, zero_ratio)
         if fraction < 1.0:
             raise CheckFailed(
