@@ -1,0 +1,76 @@
+"""Instructor pages: upload with the validation report, gradebook page, regrade and manual grading forms."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+
+from tests.conftest import FIXTURE_SETS
+from tests.web.conftest import wait_graded
+
+
+def _zip(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _basic_files() -> dict[str, bytes]:
+    root = FIXTURE_SETS / "basic"
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_upload_shows_the_validation_report(as_instructor):  # type: ignore[no-untyped-def]
+    client, token = as_instructor
+    home = client.get("/instructor")
+    assert home.status_code == 200 and "/instructor/sets/basic/gradebook" in home.text
+
+    files = _basic_files()
+    files["problemset.yaml"] = files["problemset.yaml"].replace(b"reject: [decoder]", b"reject: [encoder]")
+    bad = client.post("/instructor/upload", data={"csrf_token": token},
+                      files={"file": ("basic.zip", _zip(files), "application/zip")})  # fmt: skip
+    assert bad.status_code == 422 and "Refused" in bad.text
+    assert "problems[0] (t1).b1.reject" in bad.text and "should be rejected" in bad.text
+
+    files = _basic_files()
+    files["problemset.yaml"] = files["problemset.yaml"].replace(b"title: Basic test set", b"title: Basic, version 2")
+    good = client.post("/instructor/upload", data={"csrf_token": token},
+                       files={"file": ("basic.zip", _zip(files), "application/zip")})  # fmt: skip
+    assert good.status_code == 200 and "as version 2" in good.text and "answer cases checked" in good.text
+
+    none = client.post("/instructor/upload", data={"csrf_token": token})
+    assert none.status_code == 422 and "Choose a .zip" in none.text
+
+
+def test_gradebook_page_regrade_and_manual_grade(accounts, as_instructor):  # type: ignore[no-untyped-def]
+    client, token = as_instructor
+    body = {"problem_set": "basic", "problem": "t3", "answers": {"b1": "We held the split equal."}}
+    sub_id = client.post("/api/v1/submissions", json=body, headers=accounts["alice"].headers,
+                         params={"wait": 10}).json()["id"]  # fmt: skip
+
+    page = client.get("/instructor/sets/basic/gradebook")
+    assert page.status_code == 200 and "alice@example.com" in page.text
+    assert "/api/v1/gradebook/basic.csv" in page.text and "Per-question statistics" in page.text
+    assert "Awaiting manual grading" in page.text and f"/submissions/{sub_id}" in page.text
+
+    html = client.get(f"/submissions/{sub_id}").text
+    assert "Regrade" in html and "Save manual grade" in html and "alice@example.com" in html
+
+    for value, message in (("4", "between 0 and 3"), ("abc", "not a number"), ("-1", "between 0 and 3")):
+        resp = client.post(f"/submissions/{sub_id}/manual-grade",
+                           data={"manual_score": value, "feedback": "x", "csrf_token": token})  # fmt: skip
+        assert resp.status_code == 422 and message in resp.text and "manual_score" in resp.text
+
+    ok = client.post(f"/submissions/{sub_id}/manual-grade",
+                     data={"manual_score": "2.5", "feedback": "清楚，但缺少对照组。", "csrf_token": token},
+                     follow_redirects=False)  # fmt: skip
+    assert ok.status_code == 303
+    html = client.get(f"/submissions/{sub_id}").text
+    assert re.search(r'class="score">2.5</span>', html) and "清楚，但缺少对照组。" in html
+
+    again = client.post(f"/submissions/{sub_id}/regrade", data={"csrf_token": token}, follow_redirects=False)
+    assert again.status_code == 303 and again.headers["location"] == f"/submissions/{sub_id}"
+    assert "Graded" in wait_graded(client, sub_id)
