@@ -79,6 +79,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     api.include_router(users_router)
     api.include_router(problemsets_router)
     api.include_router(submissions_router)
+    api.include_router(__import__("app.gradebook.router", fromlist=["router"]).router)
     app.include_router(api)
 
     @app.get("/healthz", tags=["ops"])
