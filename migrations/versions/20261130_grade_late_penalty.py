@@ -10,7 +10,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-
 revision: str = "f3456932dde2"
 down_revision: str | None = "a7323027f811"
 branch_labels: str | Sequence[str] | None = None
