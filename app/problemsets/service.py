@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,12 @@ def load_upload(data: bytes, filename: str, settings: Settings, workdir: Path) -
 
 
 def ingest(
-    session: Session, *, loaded: LoadedSet, user_id: int | None, grader: CodeGraderLike | None
+    session: Session,
+    *,
+    loaded: LoadedSet,
+    user_id: int | None,
+    grader: CodeGraderLike | None,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
     """Validate ``loaded`` completely, then store it as a new version (or return the identical latest one).
 
@@ -54,7 +60,7 @@ def ingest(
     latest = _latest(session, problem_set.id) if problem_set else None
     if latest is not None and latest.content_hash == loaded.content_hash:
         return latest, ValidationReport(), False
-    report = validate_set(loaded, code_grader=grader)
+    report = validate_set(loaded, code_grader=grader, progress=progress)
     if not report.ok:
         raise ProblemSetRejected(report)
     if problem_set is None:
@@ -78,9 +84,9 @@ def ingest(
 
 
 def load_dir(
-    session: Session, *, root: Path, grader: CodeGraderLike | None
+    session: Session, *, root: Path, grader: CodeGraderLike | None, progress: Callable[[str], None] | None = None
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
-    return ingest(session, loaded=load_problem_set(root), user_id=None, grader=grader)
+    return ingest(session, loaded=load_problem_set(root), user_id=None, grader=grader, progress=progress)
 
 
 def upload(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -208,13 +209,16 @@ def _files(set_root: Path, folder: str) -> list[Path]:
     return sorted((set_root / folder).glob("*.py")) if (set_root / folder).is_dir() else []
 
 
-def run_mutant_gate(problem: CodeProblem, set_root: Path, grader: GraderLike) -> GateReport:
+def run_mutant_gate(
+    problem: CodeProblem, set_root: Path, grader: GraderLike, progress: Callable[[str], None] | None = None
+) -> GateReport:
     """Grade every file in the problem's solutions and mutants folders and judge the matrix.
 
     Args:
         problem: the code problem (its checks file, solutions_dir() and mutants_dir()).
         set_root: the folder holding problemset.yaml.
         grader: anything with ``.grade(source=, problem=, checks=)`` (the sandboxed CodeGrader in production).
+        progress: called with one line per graded file, for long validations.
 
     Returns:
         The GateReport; ``ok`` when every solution has full marks and every mutant lost points as declared.
@@ -230,5 +234,7 @@ def run_mutant_gate(problem: CodeProblem, set_root: Path, grader: GraderLike) ->
         for path in files:
             row = grade_file(grader, problem, checks, path, kind)
             report.rows.append(row)
+            if progress is not None:
+                progress(f"{problem.id}: {kind} {path.name}: {row.score:g}/{total:g}")
             report.problems += row_problems(row, f"{folder}/{path.name}", report.categories, total)
     return report

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -51,7 +52,9 @@ class ValidationReport:
         return "\n".join(lines)
 
 
-def validate_set(loaded: LoadedSet, *, code_grader: CodeGraderLike | None) -> ValidationReport:
+def validate_set(
+    loaded: LoadedSet, *, code_grader: CodeGraderLike | None, progress: Callable[[str], None] | None = None
+) -> ValidationReport:
     """Check every accept/reject case and (with a grader) run every code problem's solutions and mutants."""
     report = ValidationReport()
     for index, problem in enumerate(loaded.spec.problems):
@@ -61,7 +64,7 @@ def validate_set(loaded: LoadedSet, *, code_grader: CodeGraderLike | None) -> Va
             report.points[problem.id] = sum(p.points for p in problem.parts) + rubric
             _check_cases(problem, where, report)
         elif isinstance(problem, CodeProblem):
-            _validate_code(loaded, problem, where, code_grader, report)
+            _validate_code(loaded, problem, where, code_grader, report, progress)
             report.points[problem.id] = report.points.get(problem.id, 0.0) + rubric
         else:
             report.points[problem.id] = rubric
@@ -89,6 +92,7 @@ def _validate_code(
     where: str,
     grader: CodeGraderLike | None,
     report: ValidationReport,
+    progress: Callable[[str], None] | None,
 ) -> None:
     if not problem.gradable:
         report.notes.append(f"{problem.id}: not gradable yet (no checks); students see it but cannot submit")
@@ -107,7 +111,7 @@ def _validate_code(
         return
     from graders.problemset.mutant_gate import run_mutant_gate
 
-    gate = run_mutant_gate(problem, loaded.root, grader)
+    gate = run_mutant_gate(problem, loaded.root, grader, progress)
     report.gates[problem.id] = gate.to_dict()
     report.gate_texts[problem.id] = gate.render_text()
     report.errors += [SetError(SET_FILE, f"{where}.mutant_gate", reason) for reason in gate.problems]
