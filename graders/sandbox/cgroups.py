@@ -30,6 +30,16 @@ def _own_group(controller: str) -> Path | None:
     return None
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class ChildCgroup:
     def __init__(self, memory: Path, pids: Path | None) -> None:
         self.memory, self.pids = memory, pids
@@ -99,6 +109,26 @@ class CgroupV1:
         if memory is None or not (memory / "memory.limit_in_bytes").exists():
             return None
         return cls(memory, _own_group("pids"))
+
+    def sweep_stale(self) -> int:
+        """Remove groups left by a grader process that died (kill -9, OOM) before cleaning up; their members die too.
+
+        Returns:
+            How many groups were removed.
+        """
+        removed = 0
+        for parent in (self.memory_parent, self.pids_parent):
+            if parent is None:
+                continue
+            for group in parent.glob("autograder-*-*"):
+                owner = group.name.split("-")[1]
+                if not owner.isdigit() or _alive(int(owner)):
+                    continue
+                stale = ChildCgroup(group, None)
+                stale.kill_all(timeout_s=1.0)
+                stale.remove()
+                removed += not group.exists()
+        return removed
 
     def create(self, memory_bytes: int, pids_max: int) -> ChildCgroup:
         name = f"autograder-{os.getpid()}-{next(_counter)}"

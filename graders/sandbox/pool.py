@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -11,10 +12,14 @@ from graders.sandbox.cgroups import CgroupV1
 from graders.sandbox.config import SandboxConfig
 from graders.sandbox.slot import Slot
 
+log = logging.getLogger(__name__)
+
 
 class SlotPool:
     def __init__(self, config: SandboxConfig) -> None:
         cgroups = CgroupV1.detect()
+        if cgroups is not None and (stale := cgroups.sweep_stale()):
+            log.warning("removed %d cgroup(s) left by a grader that died", stale)
         self.slots = [Slot(config, cgroups) for _ in range(config.slots)]
         self._free: queue.Queue[Slot] = queue.Queue()
         try:
