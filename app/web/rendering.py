@@ -37,7 +37,12 @@ def _score(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}".rstrip("0").rstrip(".")
 
 
+def _points(value: float | None) -> str:
+    return f"{_score(value)} pt" if value == 1 else f"{_score(value)} pts"
+
+
 templates.env.filters["when"] = _when
+templates.env.filters["points"] = _points
 templates.env.filters["score"] = _score
 
 

@@ -35,6 +35,7 @@ def test_manual_grade_adds_to_the_final_score(client, accounts, basic_set):  # t
                            "manual_graded_by_id": accounts["instructor"].id}  # fmt: skip
     view = client.get(sub["status_url"], headers=accounts["alice"].headers).json()
     assert view["final_score"] == 2.5 and view["manual_score"] == 2.5
+    assert sub["verdict"] == "pending_manual" and view["verdict"] == "partial"  # nothing pending any more
     book = client.get("/api/v1/gradebook/basic", headers=accounts["instructor"].headers).json()
     alice = next(r for r in book["students"] if r["email"] == "alice@example.com")
     assert alice["cells"]["t3"]["best_score"] == 2.5
