@@ -109,7 +109,29 @@ class StudentProxy(Protocol):
     def time(
         self, name: str, args: list[Any], kwargs: dict[str, Any] | None = None, *, warmup: int = 2, repeat: int = 5
     ) -> Timing:
-        """Time ``repeat`` calls after ``warmup`` ones (CUDA-synchronised inside the jail when on GPU)."""
+        """Time ``repeat`` calls after ``warmup`` ones, each one round trip measured on the trusted side.
+
+        Every run sends the arguments anew, floating-point tensors with fresh tiny noise, so a submission cannot
+        answer timed calls from a cache (CUDA-synchronised inside the jail when on GPU).
+        """
+        ...
+
+    def time_reference(
+        self,
+        source: str,
+        name: str,
+        args: list[Any],
+        kwargs: dict[str, Any] | None = None,
+        *,
+        warmup: int = 2,
+        repeat: int = 5,
+    ) -> Timing:
+        """Time instructor code ``name`` defined by ``source`` exactly as ``time`` times the student, but in a
+        fresh jailed child that never loaded student code, while the student's processes are stopped.
+
+        Nothing the student's process does can slow it down or speed it up: use it for the baseline of timing
+        checks.
+        """
         ...
 
 
