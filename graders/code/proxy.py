@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,6 +23,11 @@ class BadReturnValue(StudentError):
         super().__init__("BadReturnType", message)
 
 
+MALFORMED_REPLY = "the submission's process sent a malformed reply"
+TYPE_CHARS, TEXT_CHARS = 100, 500
+ReferenceFactory = Callable[[], contextlib.AbstractContextManager[StudentProcess]]
+
+
 class CheckUsageError(Exception):
     """The check asked the child for something impossible (an instructor's mistake, not the student's)."""
 
@@ -31,6 +38,31 @@ class CheckBudgetExceeded(Exception):
 
 def _ref_name(value: Any) -> str | None:
     return value.name if type(value) is Ref else None
+
+
+def fresh_inputs(value: Any) -> Any:
+    """A copy of an argument tree whose floating-point tensors carry fresh tiny relative noise.
+
+    Sent anew for every timed run, so a submission cannot answer from a cache keyed on id(), ``_version`` or content;
+    the noise (~1e-7 relative, a few ulps for low precision) does not change what is computed in any meaningful way.
+    """
+    t = type(value)
+    if t is torch.Tensor:
+        if not (value.is_floating_point() or value.is_complex()):
+            return value.clone()
+        with torch.no_grad():
+            real = value.real if value.is_complex() else value
+            work = torch.float64 if real.dtype == torch.float64 else torch.float32
+            scale = max(1e-7, 4 * torch.finfo(real.dtype).eps)
+            noise = torch.randn(value.shape, dtype=work, device=value.device)
+            if value.is_complex():
+                return value * (1 + scale * noise).to(real.dtype)
+            return (value.to(work) * (1 + scale * noise)).to(value.dtype)
+    if t is tuple or t is list:
+        return t(fresh_inputs(x) for x in value)
+    if t is dict:
+        return {k: fresh_inputs(x) for k, x in value.items()}
+    return value
 
 
 class SandboxProxy:
@@ -44,10 +76,17 @@ class SandboxProxy:
     """
 
     def __init__(
-        self, process: StudentProcess, *, call_limit_s: float, check_limit_s: float, device: str, caps: codec.Caps
+        self,
+        process: StudentProcess,
+        *,
+        call_limit_s: float,
+        check_limit_s: float,
+        device: str,
+        caps: codec.Caps,
+        reference: ReferenceFactory | None = None,
     ) -> None:
         self.device = device
-        self._process, self._caps = process, caps
+        self._process, self._caps, self._reference = process, caps, reference
         self._call_limit_s, self._check_limit_s = call_limit_s, check_limit_s
         self._deadline = time.monotonic() + check_limit_s
 
@@ -65,20 +104,64 @@ class SandboxProxy:
         tree, buffers = self._encode((tuple(args), dict(kwargs), list(grad_outputs)))
         a, k, g = tree["v"]
         msg = {"op": "call", "name": name, "args": a, "kwargs": k, "grad": {"wrt": list(wrt), "grad_outputs": g}}
-        outputs, grads = self._decode(self._request(msg, buffers))
+        value = self._decode(self._request(msg, buffers))
+        if type(value) is not tuple or len(value) != 2 or type(value[1]) not in (list, tuple):
+            raise self._process.end_run("protocol", MALFORMED_REPLY)
+        outputs, grads = value
+        if len(grads) != len(wrt) or not all(g is None or type(g) is torch.Tensor for g in grads):
+            raise self._process.end_run("protocol", MALFORMED_REPLY)
         return outputs, list(grads)
 
     def time(
         self, name: str, args: list[Any], kwargs: dict[str, Any] | None = None, *, warmup: int = 2, repeat: int = 5
     ) -> Timing:
-        tree, buffers = self._encode((tuple(args), dict(kwargs or {})))
-        self._request({"op": "time_prepare", "name": name, "args": tree["v"][0], "kwargs": tree["v"][1]}, buffers)
+        return self._time(self._process, name, args, kwargs or {}, warmup, repeat)
+
+    def time_reference(
+        self,
+        source: str,
+        name: str,
+        args: list[Any],
+        kwargs: dict[str, Any] | None = None,
+        *,
+        warmup: int = 2,
+        repeat: int = 5,
+    ) -> Timing:
+        if self._reference is None:
+            raise CheckUsageError("time_reference is not available without a slot to spawn the reference in")
+        with self._reference() as ref:
+            try:
+                self._load_reference(ref, source, name)
+                return self._time(ref, name, args, kwargs or {}, warmup, repeat)
+            except RunEnded as exc:  # the reference's own process ended: the instructor's code, not the student's
+                raise CheckUsageError(f"the reference code's process ended: {exc.message}") from None
+            except StudentError as exc:
+                raise CheckUsageError(f"the reference code raised {exc}") from None
+
+    def _load_reference(self, ref: StudentProcess, source: str, name: str) -> None:
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise CheckBudgetExceeded(f"ran past the check's {self._check_limit_s:g} s limit")
+        reply = ref.request({"op": "load"}, [source.encode()], min(remaining, self._call_limit_s)).msg
+        if reply.get("ok") is not True:
+            detail = f"{reply.get('error')}: {str(reply.get('type', ''))[:TYPE_CHARS]} {reply.get('message')!s}"
+            raise CheckUsageError(f"the reference source did not load ({detail[:TEXT_CHARS]})")
+        if name not in (reply.get("names") or []):
+            raise CheckUsageError(f"the reference source defines no function named {name!r}")
+
+    def _time(
+        self, process: StudentProcess, name: str, args: list[Any], kwargs: dict[str, Any], warmup: int, repeat: int
+    ) -> Timing:
+        """Each run is one ordinary ``call`` round trip with freshly perturbed inputs, timed on this side."""
         times: list[float] = []
         for i in range(warmup + repeat):
-            start = time.perf_counter()  # wall clock on the trusted side, around the whole round trip
-            self._request({"op": "time_run"}, [])
+            tree, buffers = self._encode(fresh_inputs((tuple(args), dict(kwargs))))
+            msg = {"op": "call", "name": name, "args": tree["v"][0], "kwargs": tree["v"][1]}
+            start = time.perf_counter()  # wall clock around the whole round trip, inputs already encoded
+            self._request(msg, buffers, process)
+            elapsed = time.perf_counter() - start
             if i >= warmup:
-                times.append(time.perf_counter() - start)
+                times.append(elapsed)
         return Timing(times)
 
     def _encode(self, value: Any) -> tuple[Any, list[Any]]:
@@ -87,7 +170,8 @@ class SandboxProxy:
         except codec.ValueRefused as exc:
             raise TypeError(f"the check passed a value the sandbox cannot carry: {exc}") from None
 
-    def _request(self, msg: dict[str, Any], buffers: list[Any]) -> Frame:
+    def _request(self, msg: dict[str, Any], buffers: list[Any], process: StudentProcess | None = None) -> Frame:
+        process = process or self._process
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
             raise CheckBudgetExceeded(f"ran past the check's {self._check_limit_s:g} s limit")
@@ -95,20 +179,21 @@ class SandboxProxy:
             timeout, limit = remaining, self._check_limit_s
         else:
             timeout, limit = self._call_limit_s, self._call_limit_s
-        frame = self._process.request(msg, buffers, timeout, limit_s=limit)
+        frame = process.request(msg, buffers, timeout, limit_s=limit)
         reply = frame.msg
         if reply.get("ok") is True:
             return frame
         error = reply.get("error")
-        message = str(reply.get("message", ""))[:2000]
+        message = str(reply.get("message", ""))[:TEXT_CHARS]
         if error == "raised":
-            where = str(reply.get("where", ""))[:200]
-            raise StudentError(str(reply.get("type", "Exception"))[:200], f"{message} ({where})" if where else message)
+            where = str(reply.get("where", ""))[:TEXT_CHARS]
+            type_name = str(reply.get("type", "Exception"))[:TYPE_CHARS]
+            raise StudentError(type_name, f"{message} ({where})" if where else message)
         if error == "bad_return":
-            raise BadReturnValue(f"{msg.get('name', 'your function')} returned {message}")
+            raise BadReturnValue(f"{str(msg.get('name', 'your function'))[:TYPE_CHARS]} returned {message}")
         if error == "usage":
             raise CheckUsageError(message)
-        raise self._process.end_run("protocol", PROTOCOL_MESSAGE)
+        raise process.end_run("protocol", PROTOCOL_MESSAGE)
 
     def _decode(self, frame: Frame) -> Any:
         if "value" not in frame.msg:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from graders.code import verdicts
@@ -14,12 +16,14 @@ from graders.problemset.schema import CodeProblem
 from graders.results import CheckResult, GradeResult, Verdict
 from graders.sandbox import codec
 from graders.sandbox.config import RunLimits, SandboxConfig
-from graders.sandbox.errors import RunEnded
-from graders.sandbox.slot import Slot
+from graders.sandbox.errors import RunEnded, SandboxError
+from graders.sandbox.slot import REFERENCE, Slot
 from graders.sandbox.student_process import StudentProcess
 
 log = logging.getLogger(__name__)
 CPU_SLACK_S = 5
+FEEDBACK_CHARS, TYPE_CHARS, TEXT_CHARS = verdicts.FEEDBACK_CHARS, 100, 500
+clip = verdicts.clip
 
 
 @dataclass
@@ -41,18 +45,57 @@ def run_limits(problem: CodeProblem, checks: list[CheckSpec]) -> RunLimits:
 def grade_in_slot(
     slot: Slot, config: SandboxConfig, *, source: str, problem: CodeProblem, checks: list[CheckSpec]
 ) -> GradeResult:
-    """Raises SandboxError on an internal failure (the caller retries with a fresh zygote)."""
-    process = slot.spawn(run_limits(problem, checks))
+    """Raises SandboxError on an internal failure before a result exists (the caller retries with a fresh zygote).
+
+    A cleanup failure after grading keeps the result: the slot is marked for a zygote restart instead.
+    """
+    limits = run_limits(problem, checks)
+    process = slot.spawn(limits)
+    result: GradeResult | None = None
     try:
-        return _grade(process, config, source=source, problem=problem, checks=checks)
+        result = _grade(process, config, source=source, problem=problem, checks=checks, slot=slot)
+        return result
     finally:
-        report = process.finish()
-        if report.output_total:
-            log.debug("submission printed %d bytes", report.output_total)
+        try:
+            report = process.finish()
+            if report.output_total:
+                log.debug("submission printed %d bytes", report.output_total)
+        except SandboxError as exc:
+            if result is None:
+                raise
+            log.warning("cleanup after grading failed; the zygote restarts before the next run: %s", exc)
+            slot.needs_restart = True
+
+
+@contextlib.contextmanager
+def reference_child(slot: Slot, student: StudentProcess) -> Iterator[StudentProcess]:
+    """A fresh child for instructor code in the student's slot, while every process of the student is stopped.
+
+    The student is resumed (or, if that fails, killed) and the reference child killed and wiped, whatever happens.
+    """
+    student.pause()
+    try:
+        ref = slot.spawn(student.h.limits, role=REFERENCE)
+        try:
+            yield ref
+        finally:
+            try:
+                ref.finish()
+            except SandboxError as exc:
+                log.warning("cleanup of a reference child failed; the zygote restarts before the next run: %s", exc)
+                slot.needs_restart = True
+    finally:
+        student.resume()
 
 
 def _grade(
-    process: StudentProcess, config: SandboxConfig, *, source: str, problem: CodeProblem, checks: list[CheckSpec]
+    process: StudentProcess,
+    config: SandboxConfig,
+    *,
+    source: str,
+    problem: CodeProblem,
+    checks: list[CheckSpec],
+    slot: Slot | None = None,
 ) -> GradeResult:
     early = _load(process, source, problem, checks)
     if early is not None:
@@ -64,8 +107,14 @@ def _grade(
         if ended is not None:
             outcomes.append(CheckOutcome(verdicts.not_run(spec, ended.message), None))
             continue
+        reference = None if slot is None else _reference_factory(slot, process)
         proxy = SandboxProxy(
-            process, call_limit_s=problem.limits.time_s, check_limit_s=spec.timeout_s, device=config.device, caps=caps
+            process,
+            call_limit_s=problem.limits.time_s,
+            check_limit_s=spec.timeout_s,
+            device=config.device,
+            caps=caps,
+            reference=reference,
         )
         try:
             outcomes.append(run_check(spec, proxy))
@@ -75,7 +124,13 @@ def _grade(
     results = [o.result for o in outcomes]
     failures = [o.failure for o in outcomes if o.failure is not None]
     verdict = verdicts.overall(results, failures, ended.cause if ended else None)
-    return GradeResult(verdict=verdict, checks=results, message=ended.message if ended else "")
+    return GradeResult(verdict=verdict, checks=results, message=clip(ended.message, FEEDBACK_CHARS) if ended else "")
+
+
+def _reference_factory(
+    slot: Slot, process: StudentProcess
+) -> Callable[[], contextlib.AbstractContextManager[StudentProcess]]:
+    return lambda: reference_child(slot, process)
 
 
 def _load(process: StudentProcess, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult | None:
@@ -89,11 +144,13 @@ def _load(process: StudentProcess, source: str, problem: CodeProblem, checks: li
     if reply.get("error") == "syntax":
         line = reply.get("line")
         where = f" at line {line}" if type(line) is int else ""
-        message = f"SyntaxError{where}: {str(reply.get('message', ''))[:500]}"
+        message = f"SyntaxError{where}: {clip(str(reply.get('message', '')), TEXT_CHARS)}"
         return GradeResult(Verdict.SYNTAX_ERROR, verdicts.all_not_run(checks, message), message)
     if reply.get("error") == "raised":
-        where = f" ({reply['where']})" if reply.get("where") else ""
-        message = f"your code raised {reply.get('type')} while loading{where}: {str(reply.get('message', ''))[:500]}"
+        where = f" ({clip(str(reply['where']), TEXT_CHARS)})" if reply.get("where") else ""
+        type_name = clip(str(reply.get("type")), TYPE_CHARS)
+        text = clip(str(reply.get("message", "")), TEXT_CHARS)
+        message = f"your code raised {type_name} while loading{where}: {text}"
         return GradeResult(Verdict.RUNTIME_ERROR, verdicts.all_not_run(checks, message), message)
     names = reply.get("names") if reply.get("ok") is True else None
     if type(names) is not list:
@@ -145,7 +202,7 @@ def _result(spec: CheckSpec, fraction: float, feedback: str, seconds: float) -> 
         passed=passed,
         score=round(spec.points * fraction, 6),
         max_score=spec.points,
-        feedback=feedback,
+        feedback=clip(feedback, FEEDBACK_CHARS),
         visibility=spec.visibility,
         duration_ms=round(seconds * 1000, 3),
     )

@@ -8,6 +8,14 @@ from graders.results import CheckResult, Verdict
 # Why a check did not pass, as recorded by the session (None: it passed or failed on its merits).
 RAISED, BAD_RETURN, MEMORY, TIMEOUT, CHECK_ERROR = "raised", "bad_return", "memory", "timeout", "check_error"
 
+FEEDBACK_CHARS = 4000  # every check's feedback and every run message is cut to this (student-controlled text)
+
+
+def clip(text: str, limit: int = FEEDBACK_CHARS) -> str:
+    """Text shortened to ``limit`` characters, marked when cut."""
+    return text if len(text) <= limit else text[: max(0, limit - 15)] + " ...(truncated)"
+
+
 RUN_END_VERDICTS = {
     "timeout": Verdict.TIMEOUT,
     "memory": Verdict.MEMORY_LIMIT,
@@ -24,7 +32,7 @@ def not_run(spec: CheckSpec, reason: str) -> CheckResult:
         passed=False,
         score=0.0,
         max_score=spec.points,
-        feedback=f"not run: {reason}",
+        feedback=clip(f"not run: {reason}"),
         visibility=spec.visibility,
     )
 

@@ -55,7 +55,6 @@ class Server:
         self.device, self.caps = device, caps
         self.module: types.ModuleType | None = None
         self.helpers: dict[str, Any] = {"__builtins__": builtins, "__name__": "autograder_helpers"}
-        self.timed: tuple[Callable[..., Any], list[Any], dict[str, Any]] | None = None
         self.reader = wire.FrameReader(caps.max_bytes)
 
     def serve(self) -> None:
@@ -74,8 +73,6 @@ class Server:
             "load": self.load,
             "define": self.define,
             "call": self.call,
-            "time_prepare": self.time_prepare,
-            "time_run": self.time_run,
         }.get(str(op))
         if handler is None:
             return {"error": "usage", "message": f"unknown op {op!r}"}, []
@@ -138,7 +135,10 @@ class Server:
         args, kwargs = self._arguments(frame)
         grad = frame.msg.get("grad")
         if grad is None:
-            tree, buffers = codec.encode_value(fn(*args, **kwargs), self.caps)
+            out = fn(*args, **kwargs)
+            if self.device == "cuda":  # timed calls are wall clock on the trusted side: wait for the kernels here
+                torch.cuda.synchronize()
+            tree, buffers = codec.encode_value(out, self.caps)
             return {"ok": True, "value": tree}, buffers
         return self._call_with_grad(fn, args, kwargs, grad, frame.buffers)
 
@@ -156,8 +156,17 @@ class Server:
         out = fn(*args, **kwargs)
         codec.encode_value(out, self.caps)  # refuse a bad return type before running backward on it
         outs = _tensors_in(out)
-        if type(grad_outputs) is not list or len(grad_outputs) != len(outs):
-            raise Usage(f"grad_outputs has {len(grad_outputs)} entries but the function returned {len(outs)} tensors")
+        if type(grad_outputs) is not list:
+            raise Usage("grad_outputs must be a list")
+        if len(grad_outputs) != len(outs):  # the student's return value, not the check, is at fault
+            raise codec.ValueRefused(
+                f"{len(outs)} tensor(s) (a {type(out).__name__}) where {len(grad_outputs)} were expected"
+            )
+        for i, (o, g) in enumerate(zip(outs, grad_outputs, strict=True)):
+            if type(g) is torch.Tensor and o.shape != g.shape:
+                raise codec.ValueRefused(
+                    f"a tensor of shape {list(o.shape)} as output {i} where shape {list(g.shape)} was expected"
+                )
         pairs = [(o, g) for o, g in zip(outs, grad_outputs, strict=True) if g is not None and o.requires_grad]
         inputs = [args[i] for i in wrt]
         grads: list[Any] = [None] * len(inputs)
@@ -166,21 +175,6 @@ class Server:
             grads = [None if g is None else g.detach() for g in found]
         tree, out_buffers = codec.encode_value((out, grads), self.caps)
         return {"ok": True, "value": tree}, out_buffers
-
-    def time_prepare(self, frame: wire.Frame) -> tuple[dict[str, Any], list[Any]]:
-        fn = self._function(frame.msg.get("name"))
-        args, kwargs = self._arguments(frame)
-        self.timed = (fn, args, kwargs)
-        return {"ok": True}, []
-
-    def time_run(self, frame: wire.Frame) -> tuple[dict[str, Any], list[Any]]:
-        if self.timed is None:
-            raise Usage("time_run before time_prepare")
-        fn, args, kwargs = self.timed
-        fn(*args, **kwargs)
-        if self.device == "cuda":  # timing is wall clock on the trusted side: wait for the kernels here
-            torch.cuda.synchronize()
-        return {"ok": True}, []
 
 
 def _flush_std() -> None:

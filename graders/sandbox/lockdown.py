@@ -1,9 +1,9 @@
 """Steps the forked child takes, in this order, before it runs a single line of student code.
 
-The order was measured to work (SANDBOX-NOTES.md): setsid -> keep only the pipes -> unshare the network -> rlimits
--> drop to the slot's uid -> one torch thread -> seccomp -> wait until the parent has put the pid in its cgroups ->
-fresh working dir. (The notes wait for the cgroup right after the pipes; waiting last lets the parent's write overlap
-the lockdown, and still no student code runs outside the cgroup.)
+The order was measured to work (SANDBOX-NOTES.md): setsid -> keep only the pipes -> unshare the network and IPC ->
+rlimits -> drop to the slot's uid -> one torch thread -> seccomp -> wait until the parent has put the pid in its
+cgroups -> fresh working dir. (The notes wait for the cgroup right after the pipes; waiting last lets the parent's
+write overlap the lockdown, and still no student code runs outside the cgroup.)
 Each step is a small function so that the order reads in ``lock_down``.
 """
 
@@ -20,6 +20,7 @@ import torch
 # The child's fd layout after keep_only_fds: stdin is /dev/null, stdout and stderr go to the capture pipe.
 RPC_IN_FD, RPC_OUT_FD = 3, 4
 CLONE_NEWNET = 0x40000000
+CLONE_NEWIPC = 0x08000000
 PR_SET_NO_NEW_PRIVS = 38
 _MiB = 1024 * 1024
 
@@ -37,6 +38,7 @@ class ChildSpec:
     nproc: int
     fsize_mb: int
     nofile: int
+    workdir_mb: int = 64  # size of the child's own tmpfs working dir (sandboxed)
 
 
 def keep_only_fds(rpc_in: int, rpc_out: int, output: int) -> None:
@@ -54,11 +56,15 @@ def wait_for_go() -> None:
         raise RuntimeError("the trusted side did not release the child")
 
 
-def unshare_network() -> None:
-    """A fresh, empty network namespace: no loopback services, no sockets to the outside."""
+def unshare_namespaces() -> None:
+    """A fresh, empty network namespace (no loopback services, no sockets to the outside) and a fresh IPC namespace.
+
+    The IPC namespace is per child, not per zygote: SysV shared memory, message queues and semaphores (and POSIX
+    message queues) created by one submission die with its last process instead of surviving into the next one.
+    """
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNET) != 0:
-        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET) failed")
+    if libc.unshare(CLONE_NEWNET | CLONE_NEWIPC) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET | CLONE_NEWIPC) failed")
 
 
 def vm_size_bytes() -> int:
@@ -111,7 +117,7 @@ def lock_down(spec: ChildSpec, rpc_in: int, rpc_out: int, output: int) -> None:
     os.setsid()
     keep_only_fds(rpc_in, rpc_out, output)
     if spec.sandboxed:
-        unshare_network()
+        unshare_namespaces()
     set_rlimits(spec)
     if spec.sandboxed:
         assert spec.uid is not None

@@ -61,3 +61,15 @@ def pids_of_uid(uid: int) -> list[int]:
         except (OSError, ValueError):
             continue
     return found
+
+
+def state(pid: int) -> str | None:
+    """The one-letter state from /proc/PID/stat ("T" stopped, "Z" zombie, ...), None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    after = text.rfind(")")  # the command name may hold spaces and parentheses
+    fields = text[after + 1 :].split()
+    return fields[0] if after > 0 and fields else None

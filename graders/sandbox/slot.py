@@ -1,4 +1,9 @@
-"""One slot: a uid leased for its lifetime, a warm zygote, and the spawning of one child per submission."""
+"""One slot: two uids leased for its lifetime, a warm zygote, and the spawning of one child per submission.
+
+The student's child runs as the slot's uid. A reference child (instructor code timed by ``time_reference`` while the
+student's processes are stopped) runs as the slot's second uid, in its own working dir: reaping it (which kills every
+process of its uid) can never touch the student's processes, and RLIMIT_NPROC counts them apart.
+"""
 
 from __future__ import annotations
 
@@ -16,19 +21,32 @@ from graders.sandbox.lockdown import ChildSpec
 from graders.sandbox.student_process import ChildHandles, StudentProcess
 from graders.sandbox.zygote_client import ZygoteClient
 
+STUDENT, REFERENCE = "student", "reference"
+
 
 class Slot:
     def __init__(self, config: SandboxConfig, cgroups: CgroupV1 | None) -> None:
         self.config, self.cgroups = config, cgroups
         self.lease = uids.lease_uid(config.uid_base, config.lock_dir) if config.sandboxed else None
+        try:
+            self.reference_lease = uids.lease_uid(config.uid_base, config.lock_dir) if config.sandboxed else None
+        except BaseException:
+            if self.lease is not None:
+                self.lease.release()
+            raise
         self.zygote: ZygoteClient | None = None
+        self.needs_restart = False  # a cleanup failed after a result was kept: restart before the next spawn
 
     @property
     def uid(self) -> int | None:
         return self.lease.uid if self.lease is not None else None
 
+    def uid_for(self, role: str) -> int | None:
+        lease = self.reference_lease if role == REFERENCE else self.lease
+        return lease.uid if lease is not None else None
+
     def ensure_zygote(self) -> ZygoteClient:
-        if self.zygote is None or not self.zygote.alive():
+        if self.zygote is None or not self.zygote.alive() or self.needs_restart:
             self.restart()
         assert self.zygote is not None
         return self.zygote
@@ -37,16 +55,23 @@ class Slot:
         if self.zygote is not None:
             self.zygote.close()
             self.zygote = None
+        self.needs_restart = False
         self.zygote = ZygoteClient(self.config)
 
-    def spawn(self, limits: RunLimits) -> StudentProcess:
-        """Fork a locked-down child, ready for the submission's source. Raises SandboxError on internal failure."""
+    def spawn(self, limits: RunLimits, role: str = STUDENT) -> StudentProcess:
+        """Fork a locked-down child, ready for source code. Raises SandboxError on internal failure.
+
+        Args:
+            role: STUDENT (the submission) or REFERENCE (instructor code, while the student's child still lives).
+        """
+        if role not in (STUDENT, REFERENCE):
+            raise ValueError(f"unknown child role {role!r}")
         zygote = self.ensure_zygote()
         pipes = [os.pipe() for _ in range(3)]  # requests, replies, output
         for r, _ in pipes[:2]:
             widen_pipe(r)
         (req_r, req_w), (rep_r, rep_w), (out_r, out_w) = pipes
-        spec = self._spec(zygote.work_root, limits)
+        spec = self._spec(zygote.work_root, limits, role)
         try:
             inner = int(zygote.request({"op": "spawn", "spec": asdict(spec)}, [req_r, rep_w, out_w])["pid"])
         finally:
@@ -55,7 +80,7 @@ class Slot:
         channel = ChildChannel(
             req_w, rep_r, out_r, output_cap=limits.output_kb * 1024, max_payload=self.config.max_transfer_mb * 2**20
         )
-        handles = ChildHandles(zygote, inner, -1, self.uid, spec.workdir, None, limits)
+        handles = ChildHandles(zygote, inner, -1, spec.uid, spec.workdir, None, limits)
         process = StudentProcess(handles, channel)
         try:
             handles.host_pid = zygote.child_host_pid(inner)
@@ -78,22 +103,24 @@ class Slot:
         except OSError as exc:
             raise SandboxError(f"cannot create the child's cgroup: {exc}") from exc
 
-    def _spec(self, work_root: str, limits: RunLimits) -> ChildSpec:
+    def _spec(self, work_root: str, limits: RunLimits, role: str) -> ChildSpec:
         return ChildSpec(
-            workdir=f"{work_root}/run",
+            workdir=f"{work_root}/{role}",
             sandboxed=self.config.sandboxed,
-            uid=self.uid,
+            uid=self.uid_for(role),
             memory_mb=limits.memory_mb,
             memory_by_rlimit=self.cgroups is None,
             cpu_s=max(1, math.ceil(limits.cpu_s)),
             nproc=limits.nproc,
             fsize_mb=min(limits.fsize_mb, self.config.workdir_mb),
             nofile=limits.nofile,
+            workdir_mb=self.config.workdir_mb,
         )
 
     def close(self) -> None:
         if self.zygote is not None:
             self.zygote.close()
             self.zygote = None
-        if self.lease is not None:
-            self.lease.release()
+        for lease in (self.lease, self.reference_lease):
+            if lease is not None:
+                lease.release()

@@ -22,6 +22,8 @@ from graders.sandbox.errors import RunEnded, SandboxError, WireError
 from graders.sandbox.zygote_client import ZygoteClient
 
 READY_TIMEOUT_S = 30.0
+PAUSE_TIMEOUT_S = 5.0
+_STOPPED = ("T", "t", "Z", "X")
 PROTOCOL_MESSAGE = (
     "the channel between your code and the grader was corrupted (does your code write to file descriptors it did "
     "not open?)"
@@ -51,6 +53,7 @@ class StudentProcess:
         self.h, self.channel = handles, channel
         self.ended: RunEnded | None = None
         self.exit_status: int | None = None
+        self.cleanup_error: str | None = None
         self._finished = False
 
     def wait_ready(self) -> None:
@@ -129,6 +132,53 @@ class StudentProcess:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
 
+    def members(self) -> list[int]:
+        """Every host pid of this run: its cgroup (complete) or, without one, its uid's processes and the child."""
+        found = set(self.h.cgroup.procs()) if self.h.cgroup is not None else set()
+        if self.h.uid is not None and self.h.cgroup is None:
+            found |= set(procfs.pids_of_uid(self.h.uid))
+        if self.h.host_pid > 0:
+            found.add(self.h.host_pid)
+        return sorted(found)
+
+    def pause(self) -> None:
+        """SIGSTOP every process of the run until all are stopped (a process still running could SIGCONT the others).
+
+        On failure the run is killed (RunEnded): a half-stopped submission is never left behind.
+        """
+        if self.ended is not None:
+            raise self.ended
+        deadline = time.monotonic() + PAUSE_TIMEOUT_S
+        try:
+            while time.monotonic() < deadline:
+                pids = self.members()
+                for pid in pids:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGSTOP)
+                with contextlib.suppress(OSError):
+                    os.killpg(self.h.host_pid, signal.SIGSTOP)
+                for _ in range(100):  # SIGSTOP is delivered asynchronously
+                    if all(procfs.state(pid) in (None, *_STOPPED) for pid in pids):
+                        break
+                    time.sleep(0.0005)
+                if self.members() == pids and all(procfs.state(pid) in (None, *_STOPPED) for pid in pids):
+                    return
+        except BaseException:
+            raise self._end("exited", "your code's processes could not be paused for a timing measurement") from None
+        raise self._end("exited", "your code's processes could not be paused for a timing measurement")
+
+    def resume(self) -> None:
+        """SIGCONT every process of the run; if that fails in any way, kill the run instead. Never raises."""
+        try:
+            for pid in self.members():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGCONT)
+            with contextlib.suppress(OSError):
+                os.killpg(self.h.host_pid, signal.SIGCONT)
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                self._end("exited", "your code's processes could not be resumed after a timing measurement")
+
     def _reap(self) -> None:
         if self.exit_status is None:
             reply = self.h.zygote.request(
@@ -136,9 +186,15 @@ class StudentProcess:
             )
             status = reply.get("status")
             self.exit_status = status if type(status) is int else -1
+            if reply.get("cleanup_error"):
+                self.cleanup_error = str(reply["cleanup_error"])[:500]
 
     def finish(self) -> RunReport:
-        """Kill, reap, wipe and release everything of this run. Raises SandboxError if the zygote failed."""
+        """Kill, reap, wipe and release everything of this run.
+
+        Raises SandboxError if the zygote failed or could not wipe the working dir (after releasing everything else):
+        the caller keeps a result it already has, and restarts the zygote before the next run.
+        """
         if not self._finished:
             self._finished = True
             try:
@@ -150,4 +206,6 @@ class StudentProcess:
                 if self.h.cgroup is not None:
                     self.h.cgroup.kill_all()
                     self.h.cgroup.remove()
+            if self.cleanup_error is not None:
+                raise SandboxError(f"the zygote could not wipe the run's working dir: {self.cleanup_error}")
         return RunReport(bytes(self.channel.output), self.channel.output_total, self.exit_status)

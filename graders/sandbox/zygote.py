@@ -11,9 +11,9 @@ import contextlib
 import ctypes
 import json
 import os
-import shutil
 import signal
 import socket
+import stat
 import sys
 import time
 from typing import Any
@@ -25,6 +25,10 @@ from graders.sandbox import child, codec, lockdown, wire
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_CONTROL_BYTES = 65536
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
+MNT_DETACH = 2
+MAX_INODES = 50_000  # files + dirs one child may create in its working dir
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def warm_up() -> None:
@@ -61,11 +65,91 @@ def pids_of_uid(uid: int) -> list[int]:
     return found
 
 
+def mount_workdir(path: str, size_mb: int, uid: int | None) -> None:
+    """Give a child its own small tmpfs: wiping it afterwards is one lazy unmount, however many files it made."""
+    opts = f"size={size_mb}m,nr_inodes={MAX_INODES},mode=0700"
+    if uid is not None:
+        opts += f",uid={uid},gid={uid}"
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts.encode()) != 0:
+        raise OSError(ctypes.get_errno(), f"mounting the working dir tmpfs failed: {os.strerror(ctypes.get_errno())}")
+
+
+def unmount(path: str) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    while os.path.ismount(path):  # one child's dir could in theory be mounted over twice
+        if libc.umount2(path.encode(), MNT_DETACH) != 0:
+            raise OSError(ctypes.get_errno(), f"unmounting the working dir failed: {os.strerror(ctypes.get_errno())}")
+
+
+def remove_tree(path: str) -> None:
+    """Delete a directory tree with neither recursion nor long paths: any depth, any number of entries.
+
+    Every sub-directory found below the top level is first renamed to the top level (fd-relative), so no path ever
+    grows and no call stack deepens; shutil.rmtree raised RecursionError on a 3000-deep tree.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(mode):
+        os.unlink(path)
+        return
+    root = os.open(path, _DIR_FLAGS)
+    counter = 0
+    pending: list[str] = []
+
+    def empty(dir_fd: int) -> None:
+        nonlocal counter
+        with os.scandir(dir_fd) as it:
+            entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+        for name, is_dir in entries:
+            if not is_dir:
+                os.unlink(name, dir_fd=dir_fd)
+            elif dir_fd == root:
+                pending.append(name)
+            else:
+                while True:
+                    counter += 1
+                    moved = f".autograder-wipe-{counter}"
+                    try:
+                        os.lstat(moved, dir_fd=root)
+                    except FileNotFoundError:
+                        break
+                os.rename(name, moved, src_dir_fd=dir_fd, dst_dir_fd=root)
+                pending.append(moved)
+
+    try:
+        empty(root)
+        while pending:
+            name = pending.pop()
+            fd = os.open(name, _DIR_FLAGS, dir_fd=root)
+            try:
+                empty(fd)
+            finally:
+                os.close(fd)
+            os.rmdir(name, dir_fd=root)
+    finally:
+        os.close(root)
+    os.rmdir(path)
+
+
+def wipe(path: str) -> str | None:
+    """Unmount and delete a child's working dir. Never raises: returns what went wrong, or None."""
+    try:
+        unmount(path)
+        remove_tree(path)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc)[:300]}"
+    return None
+
+
 class Zygote:
     def __init__(self, ctl: socket.socket, work_root: str, device: str, max_bytes: int) -> None:
         self.ctl, self.work_root, self.device = ctl, work_root, device
         self.caps = codec.Caps(max_bytes=max_bytes)
         self.exited: dict[int, int] = {}
+        self.children: set[int] = set()  # forked and not yet reaped through a "reap" request
 
     def serve(self) -> None:
         self.ctl.send(json.dumps({"op": "ready", "pid": os.getpid()}).encode())
@@ -95,9 +179,13 @@ class Zygote:
     def spawn(self, spec: lockdown.ChildSpec, fds: list[int]) -> dict[str, Any]:
         if len(fds) != 3:
             raise ValueError("spawn needs exactly three fds")
-        shutil.rmtree(spec.workdir, ignore_errors=True)
+        error = wipe(spec.workdir)
+        if error is not None:
+            raise RuntimeError(f"cannot clear the working dir: {error}")
         os.makedirs(spec.workdir, mode=0o700)
-        if spec.uid is not None:
+        if spec.sandboxed:
+            mount_workdir(spec.workdir, spec.workdir_mb, spec.uid)
+        elif spec.uid is not None:
             os.chown(spec.workdir, spec.uid, spec.uid)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -105,23 +193,31 @@ class Zygote:
         if pid == 0:
             self.ctl.close()
             child.run_child(spec, (fds[0], fds[1], fds[2]), self.device, self.caps)
+        self.children.add(pid)
         return {"pid": pid}
 
     def reap(self, pid: int, uid: int | None, workdir: str) -> dict[str, Any]:
-        """Kill what is left of a run, collect its exit status, wipe its working dir."""
+        """Kill what is left of a run, collect its exit status, wipe its working dir.
+
+        A failed wipe is reported (``cleanup_error``), never raised: the trusted side keeps the run's result and
+        restarts this zygote before the next run.
+        """
+        status = None
         for _ in range(5000):  # ~5 s: a SIGKILLed process normally goes within a few ms
             if uid is not None:  # every process of the slot's uid belongs to this run (one run per slot)
                 for victim in pids_of_uid(uid):
                     _kill(victim)
             _kill_group(pid)
-            status = self._wait(pid)
+            if status is None:
+                status = self._wait(pid)
             if status is not None and (uid is None or not pids_of_uid(uid)):
                 break
             time.sleep(0.001)
         self._collect()
-        self.exited.clear()
-        shutil.rmtree(workdir, ignore_errors=True)
-        return {"ok": True, "status": status}
+        self.children.discard(pid)
+        # Keep only statuses of children still running a request (the student's, while a reference child is reaped).
+        self.exited = {p: s for p, s in self.exited.items() if p in self.children}
+        return {"ok": True, "status": status, "cleanup_error": wipe(workdir)}
 
     def _wait(self, pid: int) -> int | None:
         self._collect()

@@ -1,0 +1,122 @@
+"""time() and time_reference(): per-run round trips with fresh inputs, and instructor code timed in a clean child.
+
+No timed assertions: the tests check what each run receives and where it runs, never how long it takes.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from graders.code.checks import CheckFailed, CheckSpec
+from graders.results import Verdict, Visibility
+from tests.sandbox import support
+
+# A student that caches by id(), by _version and by content, and counts the calls it could have answered from cache.
+CACHING_SOURCE = """
+import builtins, hashlib, torch
+builtins.STUDENT_WAS_HERE = True
+_seen_ids, _seen_content, _hits, _keep = set(), set(), [0], []
+
+def add(a, b):
+    key = hashlib.sha256(a.numpy().tobytes() + b.numpy().tobytes()).hexdigest()
+    if (id(a), a._version) in _seen_ids or key in _seen_content:
+        _hits[0] += 1
+    _seen_ids.add((id(a), a._version))
+    _keep.append(a)  # keeps every id taken: a later hit by id is a real one
+    _seen_content.add(key)
+    return a + b
+
+def hits():
+    return _hits[0]
+
+def calls():
+    return len(_seen_content)
+
+def scaled_attention(q, k, v, mask=None):
+    return torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1) @ v
+"""
+
+# Instructor code: refuses to run beside student code, and checks that every process of the student is stopped.
+REFERENCE_SOURCE = """
+import builtins, os, torch
+
+def _student_states():
+    me = os.getuid()
+    states = []
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            uid = os.stat(f'/proc/{pid}').st_uid
+            text = open(f'/proc/{pid}/stat').read()
+        except OSError:
+            continue
+        if uid not in (0, me):
+            states.append(text[text.rfind(')') + 2])
+    return states
+
+def reference_add(a, b):
+    if hasattr(builtins, 'STUDENT_WAS_HERE'):
+        raise RuntimeError('the reference child ran student code')
+    states = _student_states()
+    if not states or any(s != 'T' for s in states):
+        raise RuntimeError(f'the student is not stopped: {states}')
+    return a + b
+"""
+
+
+def _spec(func) -> CheckSpec:
+    return CheckSpec(func.__name__, func, 1.0, "answer", Visibility.HIDDEN, 30.0, "")
+
+
+def _run(grader, source, *funcs):
+    return grader.grade(source=source, problem=support.problem(), checks=[_spec(f) for f in funcs])
+
+
+def test_time_sends_fresh_inputs_each_run(grader):
+    seen = {}
+
+    def timing(student):
+        x = torch.randn(64, dtype=torch.float64)
+        t = student.time("add", [x, x.clone()], warmup=2, repeat=5)
+        seen["times"], seen["hits"], seen["calls"] = t.times_s, student.call("hits"), student.call("calls")
+
+    result = _run(grader, CACHING_SOURCE, timing)
+    assert result.verdict == Verdict.ACCEPTED, result.to_dict()
+    assert len(seen["times"]) == 5 and all(s > 0 for s in seen["times"])
+    assert seen["calls"] == 7  # every run, warm-up included, was its own call with inputs never seen before
+    assert seen["hits"] == 0
+
+
+def test_time_reference_runs_in_a_clean_child_while_the_student_is_stopped(grader):
+    seen = {}
+
+    def reference(student):
+        x = torch.randn(32, dtype=torch.float32)
+        t = student.time_reference(REFERENCE_SOURCE, "reference_add", [x, x], warmup=1, repeat=3)
+        seen["times"] = t.times_s
+        seen["after"] = student.call("add", torch.ones(2), torch.ones(2))  # the student was resumed
+
+    result = _run(grader, CACHING_SOURCE, reference)
+    assert result.verdict == Verdict.ACCEPTED, result.to_dict()
+    assert len(seen["times"]) == 3 and all(s > 0 for s in seen["times"])
+    assert torch.equal(seen["after"], torch.full((2,), 2.0))
+    support.assert_healthy(grader)
+
+
+def test_time_reference_errors_are_the_checks_not_the_students(grader):
+    def broken(student):
+        student.time_reference("def f(x):\n    raise ValueError('instructor bug')\n", "f", [1])
+
+    def missing(student):
+        student.time_reference("x = 1\n", "f", [1])
+
+    def still_works(student):
+        if student.call("add", 2, 3) != 5:
+            raise CheckFailed("the student's process did not survive")
+
+    result = _run(grader, support.GOOD_SOURCE, broken, missing, still_works)
+    feedback = [c.feedback for c in result.checks]
+    assert feedback[0] == feedback[1] == "the check could not run (an error in the check, not in your code)"
+    assert result.checks[2].passed, result.to_dict()
+    support.assert_healthy(grader)
