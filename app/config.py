@@ -36,6 +36,7 @@ class Settings(BaseSettings):
     max_wait_s: float = Field(default=60.0, ge=0, description="cap on ?wait=N")
     grading_lease_s: float = Field(default=300.0, gt=0, description="a running job whose lease ran out is requeued")
     max_grading_attempts: int = Field(default=3, ge=1, description="internal errors are retried this often")
+    secure_cookies: bool = Field(default=False, description="send the session cookie over HTTPS only")
     session_cookie: str = "autograder_session"
     session_max_age_s: int = 14 * 24 * 3600
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
@@ -36,17 +37,36 @@ SessionDep = Annotated[Session, Depends(get_session)]
 
 
 class Principal:
-    """Who is calling, and with which scopes (a session cookie carries every scope of the user's role)."""
+    """Who is calling, and with which scopes (a session cookie carries every scope of the user's role).
+
+    ``user`` is detached from any session: its columns are loaded, nothing else is.
+    """
 
     def __init__(self, user: User, scopes: set[str], via_token: bool) -> None:
         self.user, self.scopes, self.via_token = user, scopes, via_token
+
+    @property
+    def is_staff(self) -> bool:
+        """Instructor powers need an instructor account AND, for a token, the 'instructor' scope."""
+        return self.user.is_staff and "instructor" in self.scopes
 
     def require(self, scope: str) -> None:
         if scope not in self.scopes:
             raise Forbidden(f"this token lacks the {scope!r} scope")
 
 
-def get_principal(request: Request, session: SessionDep) -> Principal:
+_UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def get_principal(request: Request) -> Principal:
+    # A short session of its own: a long ?wait must not hold a pooled connection for the whole request.
+    with request.app.state.session_factory() as session:
+        principal = _authenticate(request, session)
+        session.commit()
+    return principal
+
+
+def _authenticate(request: Request, session: Session) -> Principal:
     auth = request.headers.get("authorization", "")
     if auth:
         scheme, _, value = auth.partition(" ")
@@ -61,8 +81,17 @@ def get_principal(request: Request, session: SessionDep) -> Principal:
     cookie_user = session.get(User, user_id) if isinstance(user_id, int) else None
     if cookie_user is None or not cookie_user.is_active:
         raise Unauthorized("log in (POST /api/v1/auth/login) or send an API token")
+    if request.method in _UNSAFE:
+        _check_origin(request)
     scopes = {"submit", "read"} | ({"instructor"} if cookie_user.is_staff else set())
     return Principal(cookie_user, scopes, via_token=False)
+
+
+def _check_origin(request: Request) -> None:
+    """Cookie-authenticated writes must come from our own pages: browsers send Origin on cross-site requests."""
+    origin = request.headers.get("origin")
+    if origin and urlsplit(origin).netloc != request.headers.get("host", ""):
+        raise Forbidden("cross-origin request refused")
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
@@ -79,5 +108,13 @@ def get_instructor(principal: PrincipalDep) -> User:
     return principal.user
 
 
+def get_session_user(principal: PrincipalDep) -> User:
+    """Logged in through the web session, not a token: tokens cannot mint or revoke tokens."""
+    if principal.via_token:
+        raise Forbidden("manage tokens from a logged-in session (or `autograder tokens create`), not with a token")
+    return principal.user
+
+
 CurrentUser = Annotated[User, Depends(get_current_user)]
 InstructorUser = Annotated[User, Depends(get_instructor)]
+SessionUser = Annotated[User, Depends(get_session_user)]

@@ -35,3 +35,7 @@ class Invalid(DomainError):
 
 class Unauthorized(DomainError):
     status_code = 401
+
+
+class UnsupportedMediaType(DomainError):
+    status_code = 415

@@ -71,7 +71,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
         session_cookie=settings.session_cookie,
         max_age=settings.session_max_age_s,
         same_site="lax",
-        https_only=False,
+        https_only=settings.secure_cookies,
     )
     _install_error_handlers(app)
 

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request, UploadFile
 from starlette.concurrency import run_in_threadpool
 
-from app.deps import CurrentUser, InstructorUser, PrincipalDep, SessionDep, SettingsDep
+from app.deps import InstructorUser, PrincipalDep, SessionDep, SettingsDep
 from app.errors import Invalid, NotFound
 from app.problemsets import service
 from app.problemsets.schemas import ProblemSetSummary, UploadResult, VersionPublic
@@ -16,8 +16,9 @@ router = APIRouter(prefix="/problem-sets", tags=["problem sets"])
 
 
 @router.get("", response_model=list[ProblemSetSummary])
-def list_problem_sets(user: CurrentUser, session: SessionDep) -> list[ProblemSetSummary]:
+def list_problem_sets(principal: PrincipalDep, session: SessionDep) -> list[ProblemSetSummary]:
     """Problem sets you can see, at their latest version."""
+    principal.require("read")
     return [
         ProblemSetSummary(
             id=ps.slug,
@@ -26,7 +27,7 @@ def list_problem_sets(user: CurrentUser, session: SessionDep) -> list[ProblemSet
             problems=len(v.spec.get("problems", [])),
             due_at=v.spec.get("due_at"),
         )
-        for ps, v in service.list_sets(session, include_hidden=user.is_staff)
+        for ps, v in service.list_sets(session, include_hidden=principal.is_staff)
     ]
 
 
@@ -34,7 +35,7 @@ def list_problem_sets(user: CurrentUser, session: SessionDep) -> list[ProblemSet
 def get_problem_set(slug: str, principal: PrincipalDep, session: SessionDep, settings: SettingsDep) -> dict[str, Any]:
     """The student view of a set: prompts, parts and points; never answers, checks, solutions or mutants."""
     principal.require("read")
-    version = service.get_latest(session, slug, include_hidden=principal.user.is_staff)
+    version = service.get_latest(session, slug, include_hidden=principal.is_staff)
     return service.student_view(version, service.loaded_version(settings, version))
 
 
@@ -44,7 +45,7 @@ def get_problem(
 ) -> dict[str, Any]:
     """One problem of the student view."""
     principal.require("read")
-    version = service.get_latest(session, slug, include_hidden=principal.user.is_staff)
+    version = service.get_latest(session, slug, include_hidden=principal.is_staff)
     loaded = service.loaded_version(settings, version)
     problem = loaded.spec.problem(problem_id)
     if problem is None:

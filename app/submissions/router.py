@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from typing import Annotated, Any
 
@@ -13,13 +14,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from app.deps import PrincipalDep, SessionDep, SettingsDep
-from app.errors import Invalid
+from app.errors import Invalid, UnsupportedMediaType
 from app.problemsets.service import loaded_version
 from app.submissions import service
 from app.submissions.models import Source
 from app.submissions.schemas import SubmissionCreate, SubmissionPublic, SubmissionSummary
 from app.submissions.views import submission_public, submission_summary
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/submissions", tags=["submissions"])
 
 _BODY_DOC: dict[str, Any] = {
@@ -50,6 +52,9 @@ async def _parse_body(request: Request) -> SubmissionCreate:
     try:
         if content_type.startswith("multipart/form-data"):
             return await _parse_form(request)
+        if not content_type.startswith("application/json"):
+            # Also keeps cross-site "simple" requests (text/plain forms) from ever creating a submission.
+            raise UnsupportedMediaType("send application/json or multipart/form-data", field="content-type")
         return SubmissionCreate.model_validate_json(await request.body())
     except ValidationError as exc:
         raise Invalid(_first_error(exc), field=".".join(str(x) for x in exc.errors()[0]["loc"])) from exc
@@ -107,7 +112,8 @@ async def create_submission(
             sub, created = service.create(
                 session,
                 settings=settings,
-                user=session.merge(user, load=False),
+                user=user,
+                staff=principal.is_staff,
                 problem_set=body.problem_set,
                 problem_id=body.problem,
                 answers=body.answers,
@@ -119,9 +125,17 @@ async def create_submission(
 
     sub_id, created = await run_in_threadpool(store)
     if created:
-        request.app.state.dispatch(sub_id)
+        await run_in_threadpool(_dispatch, request, sub_id)
     response.headers["Location"] = f"/api/v1/submissions/{sub_id}"
     return await _wait_and_read(request, sub_id, min(wait, settings.max_wait_s), principal)
+
+
+def _dispatch(request: Request, sub_id: int) -> None:
+    # The submission is stored: a broker hiccup must not turn that into an error. Workers' sweepers re-send it.
+    try:
+        request.app.state.dispatch(sub_id)
+    except Exception:
+        log.exception("could not dispatch submission %s; a sweeper will pick it up", sub_id)
 
 
 async def _wait_and_read(request: Request, sub_id: int, wait: float, principal: Any) -> SubmissionPublic:
@@ -138,10 +152,9 @@ async def _wait_and_read(request: Request, sub_id: int, wait: float, principal: 
 def _read(request: Request, sub_id: int, principal: Any) -> tuple[SubmissionPublic, bool]:
     settings = request.app.state.settings
     with request.app.state.session_factory() as session:
-        user = session.merge(principal.user, load=False)
-        sub = service.get(session, submission_id=sub_id, user=user)
+        sub = service.get(session, submission_id=sub_id, user=principal.user, staff=principal.is_staff)
         loaded = loaded_version(settings, sub.problem_set_version)
-        return submission_public(sub, loaded, viewer_is_staff=user.is_staff), service.is_finished(sub)
+        return submission_public(sub, loaded, viewer_is_staff=principal.is_staff), service.is_finished(sub)
 
 
 @router.get("/{submission_id}", response_model=SubmissionPublic)
@@ -150,9 +163,9 @@ def get_submission(
 ) -> SubmissionPublic:
     """A submission: status, score, and per-check results filtered by visibility. Others' submissions are 404."""
     principal.require("read")
-    sub = service.get(session, submission_id=submission_id, user=principal.user)
+    sub = service.get(session, submission_id=submission_id, user=principal.user, staff=principal.is_staff)
     loaded = loaded_version(settings, sub.problem_set_version)
-    return submission_public(sub, loaded, viewer_is_staff=principal.user.is_staff)
+    return submission_public(sub, loaded, viewer_is_staff=principal.is_staff)
 
 
 @router.get("", response_model=list[SubmissionSummary])
@@ -175,5 +188,6 @@ def list_submissions(
         user_id=user_id,
         limit=limit,
         offset=offset,
+        staff=principal.is_staff,
     )
-    return [submission_summary(s) for s in rows]
+    return [submission_summary(s, viewer_is_staff=principal.is_staff) for s in rows]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from app.deps import CurrentUser, SessionDep
+from app.deps import CurrentUser, SessionDep, SessionUser
 from app.errors import Unauthorized
 from app.users import service
 from app.users.schemas import LoginRequest, TokenCreate, TokenCreated, TokenPublic, UserPublic
@@ -36,7 +36,7 @@ def me(user: CurrentUser) -> UserPublic:
 
 
 @router.post("/tokens", response_model=TokenCreated, status_code=201)
-def create_token(body: TokenCreate, user: CurrentUser, session: SessionDep) -> TokenCreated:
+def create_token(body: TokenCreate, user: SessionUser, session: SessionDep) -> TokenCreated:
     """Create an API token for CI; the token is in the response once and is stored only hashed."""
     token, plain = service.create_token(
         session, user=user, name=body.name, scopes=body.scopes, expires_at=body.expires_at
@@ -46,13 +46,13 @@ def create_token(body: TokenCreate, user: CurrentUser, session: SessionDep) -> T
 
 
 @router.get("/tokens", response_model=list[TokenPublic])
-def list_tokens(user: CurrentUser, session: SessionDep) -> list[TokenPublic]:
+def list_tokens(user: SessionUser, session: SessionDep) -> list[TokenPublic]:
     """Your tokens (never their values)."""
     return [TokenPublic.model_validate(t) for t in service.list_tokens(session, user=user)]
 
 
 @router.delete("/tokens/{token_id}", response_model=TokenPublic)
-def revoke_token(token_id: int, user: CurrentUser, session: SessionDep) -> TokenPublic:
+def revoke_token(token_id: int, user: SessionUser, session: SessionDep) -> TokenPublic:
     """Revoke one of your tokens; it stops working at once."""
     token = service.revoke_token(session, user=user, token_id=token_id)
     session.commit()
