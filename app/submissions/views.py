@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from app.db import utcnow
 from app.submissions.models import Status, Submission
 from app.submissions.schemas import CheckPublic, SubmissionPublic, SubmissionSummary
@@ -70,8 +72,9 @@ def submission_public(sub: Submission, loaded: LoadedSet, *, viewer_is_staff: bo
             else None
         ),
         late_penalty=grade.late_penalty if graded and grade else 0.0,
-        verdict=grade.verdict if graded and grade else None,
-        message=grade.message if graded and grade else _status_message(sub),
+        # While results are sealed the verdict would give them away (all visible checks pass, verdict "partial").
+        verdict=grade.verdict if graded and grade and not sealed else None,
+        message=_SEALED if graded and sealed else (grade.message if graded and grade else _status_message(sub)),
         checks=checks,
         sealed_checks=sealed,
         explanation=explanation,
@@ -95,8 +98,19 @@ def _status_message(sub: Submission) -> str:
     return {"queued": "waiting for a grader", "running": "grading"}.get(sub.status, "")
 
 
-def submission_summary(sub: Submission) -> SubmissionSummary:
+def submission_summary(sub: Submission, *, viewer_is_staff: bool = False) -> SubmissionSummary:
+    """A list row. Scores count only checks the viewer may see, as in the full view (checks must be loaded)."""
     grade = sub.grade
+    spec_due = sub.problem_set_version.spec.get("due_at")
+    due_at = datetime.fromisoformat(spec_due) if isinstance(spec_due, str) else None
+    now = utcnow()
+    hidden = [
+        c for c in sub.checks if not is_revealed(c.visibility, viewer_is_staff=viewer_is_staff, due_at=due_at, now=now)
+    ]
+    final = None
+    if grade is not None:
+        visible_auto = grade.auto_score - sum(c.score for c in hidden)
+        final = round((visible_auto + (grade.manual_score or 0.0)) * (1.0 - grade.late_penalty), 6)
     return SubmissionSummary(
         id=sub.id,
         status=sub.status,
@@ -105,7 +119,10 @@ def submission_summary(sub: Submission) -> SubmissionSummary:
         attempt=sub.attempt,
         user_id=sub.user_id,
         created_at=sub.created_at,
-        final_score=grade.final_score if grade else None,
+        final_score=final,
         max_score=grade.max_score if grade else None,
-        verdict=grade.verdict if grade else None,
+        verdict=grade.verdict if grade and not hidden else None,
     )
+
+
+_SEALED = "some results open after the due date"
