@@ -100,7 +100,7 @@ def worker(
     from app.worker.pool import EmbeddedPool
 
     sessions = migrated_sessions(settings)
-    grader = LazyCodeGrader(settings)
+    grader = LazyCodeGrader(settings, slots=slots)
     pool = EmbeddedPool(GradingJob(settings, sessions, grader), slots, poll_s=0.5)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -75,6 +75,9 @@ def load_one(sessions: sessionmaker[Session], folder: Path, grader: LazyCodeGrad
             typer.secho("  refused:", fg="red", err=True)
             typer.echo(exc.report.render_text(), err=True)
             return False
+        except Exception as exc:  # one broken set must not stop `serve` from loading the others
+            typer.secho(f"  failed: {type(exc).__name__}: {exc}", fg="red", err=True)
+            return False
         state = "new version" if created else "unchanged"
         typer.echo(f"  {version.problem_set.slug} v{version.number} ({state})")
         if created:

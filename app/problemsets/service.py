@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.errors import Invalid, NotFound
+from app.errors import Conflict, Invalid, NotFound
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.storage import load_version
 from graders.problemset.archive import ArchiveLimits, pack_files, unpack_archive
@@ -63,6 +64,24 @@ def ingest(
     report = validate_set(loaded, code_grader=grader, progress=progress)
     if not report.ok:
         raise ProblemSetRejected(report)
+    try:
+        return _store(session, loaded=loaded, problem_set=problem_set, latest=latest, report=report, user_id=user_id)
+    except IntegrityError as exc:
+        session.rollback()
+        raise Conflict(
+            f"another version of {loaded.spec.id!r} was stored at the same moment; upload again", field="file"
+        ) from exc
+
+
+def _store(
+    session: Session,
+    *,
+    loaded: LoadedSet,
+    problem_set: ProblemSet | None,
+    latest: ProblemSetVersion | None,
+    report: ValidationReport,
+    user_id: int | None,
+) -> tuple[ProblemSetVersion, ValidationReport, bool]:
     if problem_set is None:
         problem_set = ProblemSet(slug=loaded.spec.id, title=loaded.spec.title)
         session.add(problem_set)
@@ -133,7 +152,8 @@ def get_latest(session: Session, slug: str, *, include_hidden: bool = False) -> 
 
 
 def loaded_version(settings: Settings, version: ProblemSetVersion) -> LoadedSet:
-    return load_version(settings.data_dir, version.content_hash, version.archive)
+    # The archive column is deferred: it is read from the database only when the worker's folder needs rebuilding.
+    return load_version(settings.data_dir, version.content_hash, lambda: version.archive)
 
 
 def version_count(session: Session, problem_set_id: int) -> int:

@@ -2,25 +2,34 @@
 RabbitMQ) and `autograder worker` processes on any machine grade them.
 
 The database stays the source of truth: a task only carries an id, the worker claims the row with the same
-conditional UPDATE as the embedded pool, so a redelivered task (at-least-once) never grades twice at once.
+conditional UPDATE as the embedded pool, so a redelivered task (at-least-once) never grades twice at once. A
+sweeper in each worker re-sends jobs whose message was lost (broker down at submit time, a worker killed
+mid-grading, an internal error to retry), so nothing stays queued forever.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
+from datetime import timedelta
 from functools import lru_cache
+from typing import Any
 
 from celery import Celery
+from sqlalchemy import and_, or_, select
 
 from app.config import Settings, get_settings
-from app.db import make_engine, make_session_factory, session_scope
+from app.db import make_engine, make_session_factory, session_scope, utcnow
+from app.submissions.models import Status, Submission
 from app.worker.claims import claim, worker_id
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.grading import GradingJob
 
 log = logging.getLogger(__name__)
 TASK = "autograder.grade_submission"
+RETRY_DELAY_S = 5
+SWEEP_EVERY_S = 30.0
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -34,21 +43,33 @@ def make_celery(settings: Settings) -> Celery:
         task_default_queue="grading",
         broker_connection_retry_on_startup=True,
     )
-    celery.task(name=TASK, bind=True, max_retries=3)(_grade_task)
+    celery.task(name=TASK, bind=True)(_grade_task)
     return celery
+
+
+def make_enqueue(settings: Settings, *, countdown: float = 0) -> Callable[[int], None]:
+    celery = make_celery(settings)
+
+    def enqueue(submission_id: int) -> None:
+        celery.send_task(TASK, args=[submission_id], countdown=countdown or None)
+
+    return enqueue
+
+
+_slots: int | None = None  # set by run_worker: one sandbox slot per Celery thread
 
 
 @lru_cache
 def _job() -> GradingJob:
     settings = get_settings()
-    return GradingJob(
-        settings, make_session_factory(make_engine(settings.resolved_database_url)), LazyCodeGrader(settings)
-    )
+    sessions = make_session_factory(make_engine(settings.resolved_database_url))
+    requeue = make_enqueue(settings, countdown=RETRY_DELAY_S)
+    return GradingJob(settings, sessions, LazyCodeGrader(settings, slots=_slots), requeue=requeue)
 
 
-def _grade_task(task: object, submission_id: int) -> None:
+def _grade_task(task: Any, submission_id: int) -> None:
     job = _job()
-    me = worker_id(f"celery-{submission_id}")
+    me = worker_id(f"celery-{task.request.id}")  # unique per delivery, so two deliveries never share a claim
     with session_scope(job.session_factory) as session:
         if not claim(session, submission_id, worker=me, lease_s=job.settings.grading_lease_s):
             log.info("submission %s is not claimable (already graded or held); skipping", submission_id)
@@ -56,15 +77,44 @@ def _grade_task(task: object, submission_id: int) -> None:
     job.run(submission_id, me)
 
 
-def make_enqueue(settings: Settings) -> Callable[[int], None]:
-    celery = make_celery(settings)
+def stranded(settings: Settings, session_factory: Any, older_than_s: float) -> list[int]:
+    """Queued jobs nobody picked up for a while, and running jobs whose lease ran out."""
+    now = utcnow()
+    with session_factory() as session:
+        rows = session.scalars(
+            select(Submission.id).where(
+                or_(
+                    and_(
+                        Submission.status == Status.QUEUED,
+                        Submission.created_at < now - timedelta(seconds=older_than_s),
+                    ),
+                    and_(Submission.status == Status.RUNNING, Submission.lease_until < now),
+                )
+            )
+        )
+        return list(rows)
 
-    def enqueue(submission_id: int) -> None:
-        celery.send_task(TASK, args=[submission_id])
 
-    return enqueue
+def _sweep_forever(settings: Settings, stop: threading.Event) -> None:
+    sessions = make_session_factory(make_engine(settings.resolved_database_url))
+    enqueue = make_enqueue(settings)
+    while not stop.wait(SWEEP_EVERY_S):
+        try:
+            for submission_id in stranded(settings, sessions, older_than_s=SWEEP_EVERY_S):
+                enqueue(submission_id)
+        except Exception:
+            log.exception("sweeper failed; trying again in %s s", SWEEP_EVERY_S)
 
 
 def run_worker(settings: Settings, concurrency: int) -> None:
+    global _slots
+    _slots = concurrency
+    stop = threading.Event()
+    threading.Thread(target=_sweep_forever, args=(settings, stop), name="sweeper", daemon=True).start()
     celery = make_celery(settings)
-    celery.worker_main(["worker", "--loglevel=INFO", f"--concurrency={concurrency}", "--pool=threads", "-Q", "grading"])
+    try:
+        celery.worker_main(
+            ["worker", "--loglevel=INFO", f"--concurrency={concurrency}", "--pool=threads", "-Q", "grading"]
+        )
+    finally:
+        stop.set()

@@ -63,8 +63,12 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def requeue_orphans(session: Session) -> int:
-    """Requeue RUNNING jobs claimed by processes of this host that no longer exist (a crash or a kill -9)."""
+def requeue_orphans(session: Session, max_attempts: int) -> int:
+    """Requeue RUNNING jobs claimed by processes of this host that no longer exist (a crash or a kill -9).
+
+    Each requeue counts as a grading attempt, so a submission that kills its worker every time ends in ERROR
+    instead of looping forever.
+    """
     rows = session.execute(
         select(Submission.id, Submission.claimed_by).where(
             Submission.status == Status.RUNNING, Submission.claimed_by.like(f"{HOST}:%")
@@ -78,12 +82,10 @@ def requeue_orphans(session: Session) -> int:
             continue
         if pid != os.getpid() and not _pid_alive(pid):
             dead.append(sub_id)
-    if dead:
-        session.execute(
-            update(Submission)
-            .where(Submission.id.in_(dead), Submission.status == Status.RUNNING)
-            .values(status=Status.QUEUED, claimed_by=None, lease_until=None)
-            .execution_options(synchronize_session=False)
-        )
-        session.commit()
+    for sub in session.scalars(select(Submission).where(Submission.id.in_(dead), Submission.status == Status.RUNNING)):
+        sub.grading_attempts += 1
+        sub.claimed_by, sub.lease_until = None, None
+        sub.error = f"internal grading error (attempt {sub.grading_attempts}): the grading process died"
+        sub.status = Status.ERROR if sub.grading_attempts >= max_attempts else Status.QUEUED
+    session.commit()
     return len(dead)

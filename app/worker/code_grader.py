@@ -15,8 +15,9 @@ from graders.results import GradeResult
 class LazyCodeGrader:
     """Builds the sandbox pool on first call, so answer-only deployments and tests never start a zygote."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, slots: int | None = None) -> None:
         self.settings = settings
+        self.slots = slots
         self._grader: CodeGraderLike | None = None
         self._lock = threading.Lock()
 
@@ -24,7 +25,7 @@ class LazyCodeGrader:
         if self._grader is None:
             with self._lock:
                 if self._grader is None:
-                    self._grader = build_code_grader(self.settings)
+                    self._grader = build_code_grader(self.settings, self.slots)
         return self._grader
 
     def grade(self, *, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult:
@@ -36,13 +37,13 @@ class LazyCodeGrader:
             self._grader = None
 
 
-def build_code_grader(settings: Settings) -> CodeGraderLike:
+def build_code_grader(settings: Settings, slots: int | None = None) -> CodeGraderLike:
     from graders.code.runner import CodeGrader
     from graders.sandbox.config import SandboxConfig
 
     config = SandboxConfig(
         mode=settings.sandbox,
-        slots=max(1, settings.workers),
+        slots=slots or max(1, settings.workers),
         dev_mode=settings.dev_mode,
         hidden_paths=[settings.data_dir.resolve(), settings.problems_dir.resolve()],
         device=resolve_device(settings.sandbox_device),

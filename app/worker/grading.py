@@ -51,29 +51,40 @@ class GradingJob:
     """Everything a worker needs to grade: settings, a session factory, and a lazily built code grader."""
 
     def __init__(
-        self, settings: Settings, session_factory: sessionmaker[Session], code_grader: Callable[[], CodeGraderLike]
+        self,
+        settings: Settings,
+        session_factory: sessionmaker[Session],
+        code_grader: Callable[[], CodeGraderLike],
+        requeue: Callable[[int], None] | None = None,
     ) -> None:
         self.settings = settings
         self.session_factory = session_factory
         self.code_grader = code_grader
+        # Celery needs a job sent again after an internal error; the embedded pool finds queued rows by itself.
+        self.requeue = requeue
 
     def run(self, submission_id: int, worker: str) -> None:
+        """Grade a claimed job. Any failure is ours, not the student's: it is retried, never scored 0."""
+        try:
+            claimed = self._load(submission_id, worker)
+            if claimed is None:
+                return
+            loaded, problem_id, payload, penalty = claimed
+            result = grade_payload(loaded, problem_id, payload, self.code_grader)
+            self._record(submission_id, worker, result, penalty)
+        except Exception as exc:
+            log.exception("internal error grading submission %s", submission_id)
+            self._record_failure(submission_id, worker, f"{type(exc).__name__}: {exc}")
+
+    def _load(self, submission_id: int, worker: str) -> tuple[LoadedSet, str, dict[str, object], float] | None:
         with session_scope(self.session_factory) as session:
             sub = session.get(Submission, submission_id)
             if sub is None or sub.claimed_by != worker:
-                return
+                return None
             version = session.get(ProblemSetVersion, sub.problem_set_version_id)
             assert version is not None
             loaded = loaded_version(self.settings, version)
-            problem_id, payload = sub.problem_id, dict(sub.payload)
-            penalty = late_penalty(loaded.spec, sub.created_at)
-        try:
-            result = grade_payload(loaded, problem_id, payload, self.code_grader)
-        except Exception as exc:  # any failure here is ours, not the student's: retry, never score 0
-            log.exception("internal error grading submission %s", submission_id)
-            self._record_failure(submission_id, worker, f"{type(exc).__name__}: {exc}")
-            return
-        self._record(submission_id, worker, result, penalty)
+            return loaded, sub.problem_id, dict(sub.payload), late_penalty(loaded.spec, sub.created_at)
 
     def _record(self, submission_id: int, worker: str, result: GradeResult, late_penalty: float) -> None:
         with session_scope(self.session_factory) as session:
@@ -112,6 +123,7 @@ class GradingJob:
             sub.status, sub.graded_at, sub.lease_until, sub.error = Status.GRADED, utcnow(), None, None
 
     def _record_failure(self, submission_id: int, worker: str, message: str) -> None:
+        requeued = False
         with session_scope(self.session_factory) as session:
             sub = session.get(Submission, submission_id, with_for_update=True)
             if sub is None or sub.claimed_by != worker:
@@ -119,4 +131,8 @@ class GradingJob:
             sub.grading_attempts += 1
             sub.error = f"internal grading error (attempt {sub.grading_attempts}): {message}"[:2000]
             sub.lease_until = None
+            sub.claimed_by = None
             sub.status = Status.ERROR if sub.grading_attempts >= self.settings.max_grading_attempts else Status.QUEUED
+            requeued = sub.status == Status.QUEUED
+        if requeued and self.requeue is not None:
+            self.requeue(submission_id)

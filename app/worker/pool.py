@@ -23,7 +23,7 @@ class EmbeddedPool:
 
     def start(self) -> None:
         with session_scope(self.job.session_factory) as session:
-            requeued = requeue_orphans(session)
+            requeued = requeue_orphans(session, self.job.settings.max_grading_attempts)
         if requeued:
             log.warning("requeued %d submission(s) interrupted by a previous crash", requeued)
         for slot in range(self.size):
