@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class LoginRequest(BaseModel):
@@ -25,7 +25,12 @@ class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(default="token", max_length=100)
     scopes: list[str] | None = Field(default=None, description="some of submit, read, instructor")
-    expires_at: datetime | None = None
+    expires_at: datetime | None = Field(default=None, description="UTC when no zone is given")
+
+    @field_validator("expires_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 class TokenPublic(BaseModel):

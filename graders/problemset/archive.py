@@ -60,8 +60,11 @@ def unpack_archive(data: bytes, filename: str, dest: Path, limits: ArchiveLimits
         raise _refuse(filename, "expected a .zip or .tar.gz archive")
     for rel, content in files.items():
         target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        except OSError as exc:  # e.g. both "a" and "a/b" in one archive
+            raise _refuse(str(rel), f"cannot unpack: {exc.strerror or exc}") from exc
     return _find_root(dest, filename)
 
 
@@ -122,12 +125,31 @@ def _read_zip(data: bytes, filename: str, limits: ArchiveLimits) -> dict[PurePos
     return files
 
 
-def _read_tar(data: bytes, filename: str, limits: ArchiveLimits) -> dict[PurePosixPath, bytes]:
+def _gunzip_bounded(data: bytes, filename: str, limits: ArchiveLimits) -> bytes:
+    """Decompress under the unpacked-size and ratio budget BEFORE tarfile sees anything: tarfile reads GNU long-name
+    and pax headers whole into memory, so a small .tar.gz could otherwise make it allocate gigabytes."""
+    # Headers and padding of up to max_files members come on top of the files' own bytes.
+    budget = min(limits.max_unpacked_bytes, len(data) * limits.max_ratio) + 1024 * (2 * limits.max_files + 8)
+    out = bytearray()
     try:
-        tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")  # noqa: SIM115 - closed by the `with` below
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+            while chunk := gz.read(1 << 16):
+                out += chunk
+                if len(out) > budget:
+                    raise _refuse(filename, "archive unpacks to too much data (zip bomb?)")
+    except (OSError, EOFError) as exc:
+        raise _refuse(filename, f"not a valid .tar.gz archive: {exc}") from exc
+    return bytes(out)
+
+
+def _read_tar(data: bytes, filename: str, limits: ArchiveLimits) -> dict[PurePosixPath, bytes]:
+    raw = _gunzip_bounded(data, filename, limits) if data[:2] == b"\x1f\x8b" else data
+    try:
+        tf = tarfile.open(fileobj=io.BytesIO(raw), mode="r:")  # noqa: SIM115 - closed by the `with` below
     except tarfile.TarError as exc:
         raise _refuse(filename, f"not a valid tar archive: {exc}") from exc
-    budget, files = _Budget(filename, limits, len(data)), {}
+    # The ratio was enforced while decompressing; count the members against the unpacked-size limit only.
+    budget, files = _Budget(filename, limits, max(len(raw), 1) * limits.max_ratio), {}
     with tf:
         while True:
             try:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from graders.answers.specs import ChoiceSpec, PartSpec
 
@@ -151,6 +151,12 @@ class ProblemSetSpec(_Model):
     late_policy: LatePolicy = Field(default_factory=LatePolicy)
     show_explanations: Literal["after_grading", "after_due", "never"] = "after_grading"
     problems: list[Problem] = Field(min_length=1)
+
+    @field_validator("due_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        # A due date without a zone is read as UTC, so comparisons with the clock never mix naive and aware times.
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
     @model_validator(mode="after")
     def _unique_ids(self) -> ProblemSetSpec:

@@ -111,7 +111,13 @@ def _validate_code(
         return
     from graders.problemset.mutant_gate import run_mutant_gate
 
-    gate = run_mutant_gate(problem, loaded.root, grader, progress)
+    try:
+        gate = run_mutant_gate(problem, loaded.root, grader, progress)
+    except Exception as exc:  # the sandbox could not run (no bubblewrap, no privileges): say so, store nothing
+        report.errors.append(
+            SetError(problem.checks, "", f"could not run the mutant gate: {type(exc).__name__}: {exc}"[:1000])
+        )
+        return
     report.gates[problem.id] = gate.to_dict()
     report.gate_texts[problem.id] = gate.render_text()
     report.errors += [SetError(SET_FILE, f"{where}.mutant_gate", reason) for reason in gate.problems]

@@ -129,3 +129,24 @@ def test_tar_symlink_is_refused(client, accounts):  # type: ignore[no-untyped-de
 def test_oversized_upload_is_413(client, accounts, settings):  # type: ignore[no-untyped-def]
     resp = upload(client, accounts["instructor"], b"0" * (settings.max_upload_bytes + 1))
     assert resp.status_code == 413
+
+
+def test_tar_long_name_bomb_is_refused_before_parsing(client, accounts):  # type: ignore[no-untyped-def]
+    # A GNU long-name header of 60 MB compresses to almost nothing; tarfile would read it whole into memory.
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tf:
+        info = tarfile.TarInfo("a" * (60 << 20))
+        tf.addfile(info, io.BytesIO(b""))
+    import gzip
+
+    resp = upload(client, accounts["instructor"], gzip.compress(raw.getvalue()), "bomb.tar.gz")
+    assert resp.status_code == 422 and "too much data" in resp.text
+
+
+def test_file_and_folder_with_one_name_is_a_clear_error(client, accounts):  # type: ignore[no-untyped-def]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("prompts", b"a file")
+        zf.writestr("prompts/t1.md", b"# t1")
+    resp = upload(client, accounts["instructor"], buf.getvalue())
+    assert resp.status_code == 422 and "cannot unpack" in resp.text
