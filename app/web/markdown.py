@@ -15,15 +15,17 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+# No DOTALL and no nested "anything" repeats: each alternative scans forward once, so a long prompt with an
+# unclosed fence or a stray $ costs linear time, not exponential backtracking.
 _PROTECTED = re.compile(
     r"""
-      (?P<fence>^[ ]{0,3}(?P<mark>`{3,}|~{3,})[^\n]*\n(?:.*\n)*?[ ]{0,3}(?P=mark)[ \t]*$)   # fenced code: untouched
-    | (?P<code>(?P<ticks>`+)[^`].*?(?P=ticks))                                        # inline code: untouched
-    | (?P<display>\$\$.+?\$\$)                                                        # display math
+      (?P<fence>^[ ]{0,3}(?P<mark>`{3,}|~{3,})[^\n]*\n(?:[^\n]*\n)*?[ ]{0,3}(?P=mark)[ \t]*$)  # fenced code: untouched
+    | (?P<code>(?P<ticks>`+)[^`][\s\S]*?(?P=ticks))                                    # inline code: untouched
+    | (?P<display>\$\$[\s\S]+?\$\$)                                                    # display math
     | (?P<inline>(?<![\\$])\$(?![\s$])(?:\\.|[^$\\\n])*?(?<![\s\\])\$(?!\d))           # inline math
     | (?P<blank>_{3,})                                                                # fill-in blank
     """,
-    re.MULTILINE | re.DOTALL | re.VERBOSE,
+    re.MULTILINE | re.VERBOSE,
 )
 # Private-use characters: never in prompts, and Markdown leaves them alone.
 _OPEN, _CLOSE = "\ue000", "\ue001"

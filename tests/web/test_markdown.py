@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from app.web.markdown import render_inline, render_markdown
 
 
@@ -35,3 +37,12 @@ def test_inline_has_no_paragraph() -> None:
 
 def test_forged_placeholders_are_dropped() -> None:
     assert "\ue000" not in render_markdown("a \ue0000\ue001 $x$")
+
+
+def test_pathological_prompts_render_in_linear_time() -> None:
+    # A fenced block followed by a long body once took seconds (catastrophic backtracking in the protecting regex).
+    start = time.perf_counter()
+    render_markdown("```python\ndef f(q, k):\n    return q\n```\n" + "text $x_1$ and `code`\n" * 400)
+    render_markdown("```\n" + "unclosed fence $a$ ` y\n" * 2000)
+    render_markdown("$" + "a " * 5000 + "\n`" * 1000)
+    assert time.perf_counter() - start < 1.0
