@@ -64,10 +64,12 @@ class ChildChannel:
                 return frame
             readable, _ = self._wait([], deadline)
             if self.from_child in readable:
-                chunk = self._read(self.from_child, max(self.reader.wanted(), 65536))
-                if chunk == b"":
+                try:
+                    n = self.reader.read_from(self.from_child, CHUNK)  # straight into the frame's buffer
+                except BlockingIOError:
+                    continue
+                if n == 0:
                     raise ChildClosed("the child closed its reply pipe")
-                self.reader.feed(chunk or b"")
 
     def _wait(self, writers: list[int], deadline: float) -> tuple[list[int], list[int]]:
         """Block until the reply fd (or a writer) is ready, draining output meanwhile: output never stalls the child."""

@@ -30,8 +30,11 @@ class SandboxConfig:
         uid_base: first uid tried for slots; each slot locks a distinct uid host-wide.
         device: "cpu" or "cuda" (where the student's tensors live).
         workdir_mb: size of the jail's tmpfs working dir (bounds what a submission can write).
-        max_transfer_mb: largest frame (all tensors of one argument list or return value together).
+        max_transfer_mb: largest frame (all tensors of one argument list or return value together); the trusted side
+            may hold one such frame per reply, so keep it small (64 MiB); raise it for problems that need more.
         retries: fresh-zygote retries after an internal failure before SandboxError.
+        lock_dir: where the slots' uid lock files live (default /run/autograder-sandbox); it must be a directory
+            owned by the grader's euid with mode 0700, or the sandbox refuses to start.
     """
 
     mode: Literal["bwrap", "unsafe-local"] = "bwrap"
@@ -41,7 +44,7 @@ class SandboxConfig:
     uid_base: int = 1_640_000
     device: Literal["cpu", "cuda"] = "cpu"
     workdir_mb: int = 64
-    max_transfer_mb: int = 256
+    max_transfer_mb: int = 64
     retries: int = 2
     zygote_start_timeout_s: float = 120.0
     bwrap_path: str = "bwrap"

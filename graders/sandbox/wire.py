@@ -35,19 +35,42 @@ def encode_frame(msg: dict[str, Any], buffers: list[Any] | None = None) -> bytes
 
 
 class FrameReader:
-    """Incremental, cap-checked frame parser: feed it bytes as they arrive, pop complete frames.
+    """Incremental, cap-checked frame parser: feed it bytes as they arrive (or let it read an fd), pop frames.
 
     Built to survive a hostile writer: a giant declared length is refused before it is buffered, a header that is
-    not the expected JSON shape is refused, and nothing is ever evaluated.
+    not the expected JSON shape is refused, and nothing is ever evaluated. Once a header is parsed, each raw buffer
+    is allocated once at its declared size and filled in place (``read_from`` reads the fd straight into it): a
+    payload is never held twice, nor copied out of a growing read buffer.
     """
 
     def __init__(self, max_payload_bytes: int) -> None:
         self.max_payload_bytes = max_payload_bytes
-        self._buf = bytearray()
-        self._header: tuple[dict[str, Any], list[int], int] | None = None
+        self._buf = bytearray()  # received, not yet placed: length prefix, header, or bytes after the frame
+        self._header: dict[str, Any] | None = None
+        self._bufs: list[bytearray] = []
+        self._index = 0  # the buffer being filled
+        self._offset = 0  # bytes already in it
 
-    def feed(self, data: bytes) -> None:
-        self._buf += data
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data).cast("B")
+        if self._header is not None and not self._buf:
+            view = self._fill(view)
+        if view.nbytes:
+            self._buf += view
+
+    def read_from(self, fd: int, limit: int) -> int:
+        """Read at most ``limit`` bytes from ``fd``, into the pending buffer itself when a payload is due.
+
+        Returns the number of bytes read, 0 at end of file. OSError (BlockingIOError included) propagates.
+        """
+        if self._header is not None and not self._buf and not self._complete():
+            target = memoryview(self._bufs[self._index])[self._offset : self._offset + limit]
+            n = os.readv(fd, [target])
+            self._fill(memoryview(b""), advance=n)
+            return n
+        chunk = os.read(fd, min(limit, max(self.wanted(), 65536)))
+        self.feed(chunk)
+        return len(chunk)
 
     def wanted(self) -> int:
         """How many more bytes the current frame needs (at least 1 when nothing is pending)."""
@@ -56,24 +79,40 @@ class FrameReader:
                 return _LEN.size - len(self._buf)
             (hlen,) = _LEN.unpack_from(self._buf)
             return max(1, _LEN.size + hlen - len(self._buf)) if hlen <= MAX_HEADER_BYTES else 1
-        _, sizes, start = self._header
-        return max(1, start + sum(sizes) - len(self._buf))
+        placed = sum(len(b) for b in self._bufs[: self._index]) + self._offset
+        return max(1, sum(len(b) for b in self._bufs) - placed - len(self._buf))
 
     def pop(self) -> Frame | None:
         """The next complete frame, or None if more bytes are needed. Raises WireError on a malformed frame."""
-        if self._header is None and not self._parse_header():
+        if self._header is None:
+            if not self._parse_header():
+                return None
+            if self._buf:  # bytes that arrived with the header: place them
+                rest = self._fill(memoryview(self._buf))
+                self._buf = bytearray(rest)
+        if not self._complete():
             return None
         assert self._header is not None
-        msg, sizes, start = self._header
-        if len(self._buf) < start + sum(sizes):
-            return None
-        buffers, pos = [], start
-        for n in sizes:
-            buffers.append(bytearray(self._buf[pos : pos + n]))
-            pos += n
-        del self._buf[:pos]
-        self._header = None
-        return Frame(msg, buffers)
+        frame = Frame(self._header, self._bufs)
+        self._header, self._bufs, self._index, self._offset = None, [], 0, 0
+        return frame
+
+    def _complete(self) -> bool:
+        while self._index < len(self._bufs) and self._offset == len(self._bufs[self._index]):
+            self._index, self._offset = self._index + 1, 0
+        return self._index == len(self._bufs)
+
+    def _fill(self, view: memoryview, advance: int = 0) -> memoryview:
+        """Copy ``view`` into the pending buffers (or count ``advance`` bytes read in place); return the rest."""
+        if advance:
+            self._offset += advance
+            self._complete()
+        while view.nbytes and not self._complete():
+            buf = self._bufs[self._index]
+            n = min(view.nbytes, len(buf) - self._offset)
+            buf[self._offset : self._offset + n] = view[:n]
+            view, self._offset = view[n:], self._offset + n
+        return view
 
     def _parse_header(self) -> bool:
         if len(self._buf) < _LEN.size:
@@ -86,7 +125,8 @@ class FrameReader:
         msg, sizes = _parse_header_json(bytes(self._buf[_LEN.size : _LEN.size + hlen]))
         if sum(sizes) > self.max_payload_bytes:
             raise WireError(f"frame payload of {sum(sizes)} bytes exceeds {self.max_payload_bytes}")
-        self._header = (msg, sizes, _LEN.size + hlen)
+        del self._buf[: _LEN.size + hlen]
+        self._header, self._bufs, self._index, self._offset = msg, [bytearray(n) for n in sizes], 0, 0
         return True
 
 
@@ -111,10 +151,8 @@ def read_frame_blocking(fd: int, reader: FrameReader) -> Frame | None:
         frame = reader.pop()
         if frame is not None:
             return frame
-        chunk = os.read(fd, min(max(reader.wanted(), 65536), 1 << 22))
-        if not chunk:
+        if reader.read_from(fd, 1 << 22) == 0:
             return None
-        reader.feed(chunk)
 
 
 def write_all(fd: int, data: bytes) -> None:

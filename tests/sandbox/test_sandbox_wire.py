@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
+import threading
 
 import pytest
 import torch
@@ -123,3 +125,39 @@ def test_frames_split_across_reads():
         if frame is not None:
             frames.append(frame)
     assert [(f.msg, bytes(f.buffers[0])) for f in frames] == [({"a": 1}, b"xyz")] * 2
+
+
+def test_read_from_fills_preallocated_buffers_without_a_growing_read_buffer():
+
+    payload = [bytes(range(256)) * 16384, b"", b"tail"]  # 4 MiB, an empty buffer, 4 bytes
+    data = wire.encode_frame({"op": "x"}, payload) + wire.encode_frame({"op": "y"})
+    r, w = os.pipe()
+    writer = threading.Thread(target=lambda: (wire.write_all(w, data), os.close(w)))
+    writer.start()
+    reader = wire.FrameReader(8 * 2**20)
+    frames, staged = [], 0
+    while True:
+        frame = reader.pop()
+        if frame is not None:
+            frames.append(frame)
+            continue
+        staged = max(staged, len(reader._buf))
+        if reader.read_from(r, 1 << 20) == 0:
+            break
+    writer.join()
+    os.close(r)
+    assert [f.msg for f in frames] == [{"op": "x"}, {"op": "y"}]
+    assert [bytes(b) for b in frames[0].buffers] == payload
+    assert staged <= 65536 + 64  # never more than one small read beyond a header
+
+
+def test_feed_byte_by_byte_across_frames():
+    data = wire.encode_frame({"a": 1}, [b"xyz", b""]) + wire.encode_frame({"b": 2}, [b"q"])
+    reader = wire.FrameReader(100)
+    frames = []
+    for byte in data:
+        reader.feed(bytes([byte]))
+        frame = reader.pop()
+        if frame is not None:
+            frames.append(frame)
+    assert [(f.msg, [bytes(b) for b in f.buffers]) for f in frames] == [({"a": 1}, [b"xyz", b""]), ({"b": 2}, [b"q"])]
