@@ -62,6 +62,14 @@ DENIED = (
     "open_by_handle_at",
     "lookup_dcookie",
     "fanotify_init",
+    # SysV IPC and POSIX message queues: a channel between processes that outlives them (each child also gets its
+    # own IPC namespace; this is the second wall).
+    "shmget",
+    "shmat",
+    "msgget",
+    "semget",
+    "mq_open",
+    "mq_unlink",
 )
 
 # clone() with any of these creates a namespace: deny, one rule per flag (libseccomp ANDs conditions of a rule).
