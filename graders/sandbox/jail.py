@@ -71,6 +71,13 @@ def _binds(config: SandboxConfig) -> list[tuple[Path, str]]:
 
 
 def _bwrap_options(config: SandboxConfig, binds: list[tuple[Path, str]]) -> list[str]:
+    # No --unshare-user (considered, not done): bwrap 0.8 can only map ONE uid into a new user namespace (--uid/--gid),
+    # so the slots' host uids (uid_base + n, one per slot and role) would not exist inside it and the children's
+    # setresuid to them would fail; RLIMIT_NPROC, the kill-by-uid sweep (procfs.pids_of_uid reads host uids) and the
+    # uid lock files all rely on those host uids being real. Doing it would need a user namespace created by the
+    # trusted side with a multi-range uid_map (newuidmap / writing /proc/PID/uid_map) passed in with --userns, and
+    # re-measuring the cgroup writes by host pid. Until then the zygote keeps only the listed capabilities
+    # (ZYGOTE_CAPS), no child keeps any (setresuid to a non-root uid drops them; no_new_privs and seccomp follow).
     opts = [config.bwrap_path, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     opts += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]
     for key, value in CLEAN_ENV.items():
