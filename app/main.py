@@ -16,6 +16,7 @@ from starlette.types import Scope
 from app.config import Settings, get_settings
 from app.db import make_engine, make_session_factory
 from app.errors import DomainError
+from app.gradebook.router import router as gradebook_router
 from app.limits import BodySizeLimit
 from app.problemsets.router import router as problemsets_router
 from app.submissions.router import router as submissions_router
@@ -61,7 +62,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     app.state.dispatch = _dispatcher(settings, pool)
 
     def limit_for(scope: Scope) -> int:
-        is_upload = scope["path"].rstrip("/") == "/api/v1/problem-sets" and scope.get("method") == "POST"
+        path = scope["path"].rstrip("/")
+        is_upload = path in ("/api/v1/problem-sets", "/instructor/upload") and scope.get("method") == "POST"
         return settings.max_upload_bytes if is_upload else settings.max_body_bytes
 
     app.add_middleware(BodySizeLimit, limit_for=limit_for)
@@ -79,7 +81,7 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     api.include_router(users_router)
     api.include_router(problemsets_router)
     api.include_router(submissions_router)
-    api.include_router(__import__("app.gradebook.router", fromlist=["router"]).router)
+    api.include_router(gradebook_router)
     app.include_router(api)
 
     @app.get("/healthz", tags=["ops"])

@@ -45,6 +45,7 @@ class SubmissionPublic(BaseModel):
     score: float | None = Field(description="automatic score of the checks you can see")
     max_score: float | None
     manual_score: float | None
+    manual_feedback: str | None = Field(None, description="the instructor's comments on the rubric items")
     final_score: float | None = Field(description="(score + manual_score) x (1 - late_penalty)")
     late_penalty: float = Field(0.0, description="fraction lost to the set's late policy")
     verdict: str | None

@@ -66,6 +66,7 @@ def submission_public(sub: Submission, loaded: LoadedSet, *, viewer_is_staff: bo
         score=round(score, 6) if score is not None else None,
         max_score=grade.max_score if graded and grade else None,
         manual_score=grade.manual_score if grade else None,
+        manual_feedback=grade.manual_feedback if grade else None,
         final_score=(
             round(((score or 0.0) + (grade.manual_score or 0.0)) * (1.0 - grade.late_penalty), 6)
             if graded and grade

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from sqlalchemy import delete
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -21,7 +21,7 @@ from graders.code.checks import CheckSpec, load_checks
 from graders.problemset.loader import LoadedSet
 from graders.problemset.schema import CodeProblem
 from graders.problemset.validate import CodeGraderLike
-from graders.results import GradeResult
+from graders.results import GradeResult, Verdict
 
 log = logging.getLogger(__name__)
 GRADER_VERSION = "1"
@@ -92,6 +92,13 @@ class GradingJob:
             if sub is None or sub.claimed_by != worker or sub.status != Status.RUNNING:
                 log.warning("submission %s was taken over while grading; result dropped", submission_id)
                 return
+            previous = session.scalar(select(Grade).where(Grade.submission_id == submission_id))
+            # A regrade replaces the automatic part only: what an instructor scored by hand stays.
+            manual = (
+                (previous.manual_score, previous.manual_feedback, previous.manual_graded_by_id)
+                if previous is not None
+                else (None, None, None)
+            )
             session.execute(delete(CheckResultRow).where(CheckResultRow.submission_id == submission_id))
             session.execute(delete(Grade).where(Grade.submission_id == submission_id))
             for position, check in enumerate(result.checks):
@@ -114,10 +121,13 @@ class GradingJob:
                     submission_id=submission_id,
                     auto_score=result.score,
                     max_score=result.max_score,
-                    verdict=str(result.verdict),
+                    verdict=str(_verdict(result, manual[0])),
                     message=result.message,
                     grader_version=GRADER_VERSION,
                     late_penalty=late_penalty,
+                    manual_score=manual[0],
+                    manual_feedback=manual[1],
+                    manual_graded_by_id=manual[2],
                 )
             )
             sub.status, sub.graded_at, sub.lease_until, sub.error = Status.GRADED, utcnow(), None, None
@@ -136,3 +146,11 @@ class GradingJob:
             requeued = sub.status == Status.QUEUED
         if requeued and self.requeue is not None:
             self.requeue(submission_id)
+
+
+def _verdict(result: GradeResult, manual_score: float | None) -> Verdict:
+    """A regrade of a hand-graded submission is no longer pending: the verdict describes the final score."""
+    if result.verdict != Verdict.PENDING_MANUAL or manual_score is None:
+        return result.verdict
+    full = result.score + manual_score >= result.max_score - 1e-9
+    return Verdict.ACCEPTED if full else Verdict.PARTIAL

@@ -76,3 +76,17 @@ def test_manual_grade_before_any_grade_is_404(client, accounts, basic_set, sessi
     missing = client.post("/api/v1/submissions/999999/manual-grade", json={"manual_score": 1, "feedback": ""},
                           headers=accounts["instructor"].headers)  # fmt: skip
     assert missing.status_code == 404
+
+
+def test_regrade_keeps_the_manual_score(client, accounts, basic_set):  # type: ignore[no-untyped-def]
+    sub = submit(client, accounts["alice"], "t3", {"b1": "We held the split equal."})
+    staff = accounts["instructor"].headers
+    client.post(f"/api/v1/submissions/{sub['id']}/manual-grade", json={"manual_score": 2, "feedback": "ok"},
+                headers=staff)  # fmt: skip
+    assert client.post(f"/api/v1/submissions/{sub['id']}/regrade", headers=staff).status_code == 202
+    deadline = time.monotonic() + 10
+    while (view := client.get(sub["status_url"], headers=staff).json())["status"] != "graded":
+        assert time.monotonic() < deadline, view
+        time.sleep(0.02)
+    assert view["manual_score"] == 2 and view["manual_feedback"] == "ok" and view["final_score"] == 2
+    assert view["verdict"] == "partial"
