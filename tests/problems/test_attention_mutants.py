@@ -41,7 +41,10 @@ INTENDED = {
         "nan_instead_of_valueerror.py": "empty_row",
         "naive_exp_softmax.py": "stability",
         "no_input_validation.py": "validation",
-        "inplace_mutation.py": "determinism",
+        "inplace_mutation.py": "gradient",
+        "inplace_forges_torch_equal.py": "gradient",
+        "inplace_hidden_from_probe.py": "gradient",
+        "timing_slows_reference.py": "timing",
         "dropout_left_on.py": "determinism",
     },
     "q6": {
@@ -50,6 +53,7 @@ INTENDED = {
         "loop_naive_exp.py": "stability",
         "loop_float32.py": "gradient",
         "batched_still_loops.py": "timing",
+        "batched_memoised.py": "timing",
     },
     "q7": {
         "never_fails.py": "equivariance",
@@ -57,6 +61,8 @@ INTENDED = {
         "mask_not_permuted.py": "equivariance",
         "no_unpermute.py": "equivariance",
         "all_valid_mask.py": "equivariance",
+        "identifies_layers_by_name.py": "equivariance",
+        "counts_its_calls.py": "equivariance",
     },
 }
 

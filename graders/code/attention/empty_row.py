@@ -6,7 +6,7 @@ from functools import partial
 
 import torch
 
-from graders.code.attention.calling import as_pair
+from graders.code.attention.calling import as_pair, is_visible, student_message
 from graders.code.attention.inputs import AttentionCase, random_case
 from graders.code.attention.tally import Tally
 from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, check
@@ -24,12 +24,12 @@ def empty_row_cases() -> list[AttentionCase]:
     return [all_false.with_(key_valid=key_valid), causal.with_(key_valid=causal_valid)]
 
 
-def expect_value_error(student: StudentProxy, entry: str, case: AttentionCase) -> None:
+def expect_value_error(student: StudentProxy, entry: str, case: AttentionCase, *, visible: bool = False) -> None:
     try:
         result = student.call(entry, *case.args, **case.kwargs)
     except StudentError as err:
         if err.type_name != "ValueError":
-            raise CheckFailed(f"raised {err.type_name} ({err.message}); expected ValueError") from None
+            raise CheckFailed(f"raised {student_message(err, visible=visible)}; expected ValueError") from None
         return
     _, weights = as_pair(result, entry, case)
     if isinstance(weights, torch.Tensor) and bool(torch.isnan(weights).any()):
@@ -45,12 +45,14 @@ def empty_row_check(
 ) -> CheckFunc:
     """Build the check that a query with no allowed key raises ValueError instead of producing NaN."""
 
+    visible = is_visible(visibility)
+
     @check(points=points, category="empty_row", visibility=visibility, name=name)
     def empty_row(student: StudentProxy) -> str:
         """A query with no allowed key raises ValueError (not NaN)."""
         tally = Tally("empty rows raise ValueError")
         for case in empty_row_cases():
-            tally.run(case.label, partial(expect_value_error, student, entry, case))
+            tally.run(case.label, partial(expect_value_error, student, entry, case, visible=visible))
         return tally.finish()
 
     return empty_row

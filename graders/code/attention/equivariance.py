@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graders.code.attention.calling import call_attention
+from graders.code.attention.calling import call_attention, is_visible
 from graders.code.attention.compare import compare
 from graders.code.attention.inputs import AttentionCase, generator, key_valid_mask, permutation, randn
 from graders.code.checks import CheckFailed, CheckFunc, StudentProxy, check
@@ -15,6 +15,8 @@ def equivariance_check(
 ) -> CheckFunc:
     """Build the check f(PX) = P f(X) for q = k = v = X with key_valid permuted alongside."""
 
+    visible = is_visible(visibility)
+
     @check(points=points, category="equivariance", visibility=visibility, name=name)
     def equivariance(student: StudentProxy) -> str:
         """Self-attention (q = k = v = x) commutes with permuting the tokens and the mask together."""
@@ -24,8 +26,8 @@ def equivariance_check(
         perm = permutation(gen, 7)
         plain = AttentionCase("x", x, x, x, key_valid)
         permuted = AttentionCase("P x", x[:, :, perm], x[:, :, perm], x[:, :, perm], key_valid[:, perm])
-        out, weights = call_attention(student, entry, plain)
-        out_p, weights_p = call_attention(student, entry, permuted)
+        out, weights = call_attention(student, entry, plain, visible=visible)
+        out_p, weights_p = call_attention(student, entry, permuted, visible=visible)
         permuted_weights = weights[:, :, perm][..., perm]
         for problem in (
             compare(out_p, out[:, :, perm], rtol=RTOL, atol=ATOL, what="the output f(PX)", against="P f(X)"),

@@ -2,14 +2,19 @@
 
 One check per layer: the test must return normally on an equivariant layer and raise AssertionError on a
 non-equivariant one. A test that always raises, or never does, therefore loses the points of half the layers.
+
+A test must only be able to tell the layers apart by testing them. Each check defines all the layers under fresh
+random names (layers.define_layers) and runs the test on every one of them, in a random order, judging only the
+call on its own layer: neither a layer's name nor the number of calls so far says which layer is being judged
+(a test that counts its calls would otherwise know that the third call is always layer 2).
 """
 
 from __future__ import annotations
 
-from graders.code.attention.layers import LAYERS, LAYERS_SOURCE, LayerSpec
+from graders.code.attention.calling import is_visible, student_message
+from graders.code.attention.layers import LAYERS, LayerSpec, define_layers, random_order
 from graders.code.checks import CheckFailed, CheckFunc, Ref, StudentError, StudentProxy, check
 
-MAX_MESSAGE = 300
 REJECT_HINT = (
     "A good test permutes the token axis of x AND key_valid with the same permutation, compares layer(Px, P mask) "
     "with P layer(x, mask), uses a key_valid with some False entries, and raises AssertionError on a mismatch."
@@ -20,44 +25,58 @@ ACCEPT_HINT = (
 )
 
 
-def _short(message: str) -> str:
-    message = " ".join(message.split())
-    return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
-
-
-def judge(student: StudentProxy, entry: str, layer: LayerSpec, label: str) -> str:
-    """Run the student's test on one layer; pass when it classifies the layer correctly."""
-    student.define(LAYERS_SOURCE)
-    kind = "equivariant" if layer.equivariant else "NOT permutation-equivariant"
+def run_test(student: StudentProxy, entry: str, name: str) -> StudentError | None:
+    """Run the student's test on the layer defined as ``name``; the error it raised, or None."""
     try:
-        student.call(entry, Ref(layer.name))
+        student.call(entry, Ref(name))
     except StudentError as err:
-        if err.type_name != "AssertionError":
-            raise CheckFailed(
-                f"your test raised {err.type_name} on {label} (it should "
-                f"{'return normally' if layer.equivariant else 'raise AssertionError'}): {_short(err.message)}"
-            ) from None
-        if layer.equivariant:
-            raise CheckFailed(
-                f"your test raised AssertionError on {label}, which is {kind} ({layer.what}): "
-                f"{_short(err.message)}. {ACCEPT_HINT}"
-            ) from None
-        return f"correct: {label} is {kind} ({layer.what}) and your test raised AssertionError."
-    if not layer.equivariant:
-        raise CheckFailed(f"your test returned normally on {label}, which is {kind} ({layer.what}). {REJECT_HINT}")
-    return f"correct: {label} is {kind} ({layer.what}) and your test passed it."
+        return err
+    return None
+
+
+def verdict(layer: LayerSpec, label: str, err: StudentError | None, *, visible: bool = False) -> str:
+    """Feedback when the test classified the layer correctly; CheckFailed when it did not."""
+    kind = "equivariant" if layer.equivariant else "NOT permutation-equivariant"
+    if err is None:
+        if not layer.equivariant:
+            raise CheckFailed(f"your test returned normally on {label}, which is {kind} ({layer.what}). {REJECT_HINT}")
+        return f"correct: {label} is {kind} ({layer.what}) and your test passed it."
+    if err.type_name != "AssertionError":
+        raise CheckFailed(
+            f"your test raised {student_message(err, visible=visible)} on {label} (it should "
+            f"{'return normally' if layer.equivariant else 'raise AssertionError'})"
+        )
+    if layer.equivariant:
+        raise CheckFailed(
+            f"your test raised AssertionError on {label}, which is {kind} ({layer.what}): "
+            f"{student_message(err, visible=visible)}. {ACCEPT_HINT}"
+        )
+    return f"correct: {label} is {kind} ({layer.what}) and your test raised AssertionError."
+
+
+def judge(student: StudentProxy, entry: str, layer: LayerSpec, label: str, *, visible: bool = False) -> str:
+    """Run the student's test on every layer in a random order; pass when it classifies ``layer`` correctly."""
+    source, names = define_layers(LAYERS)
+    student.define(source)
+    judged: StudentError | None = None
+    for spec in random_order(LAYERS):
+        err = run_test(student, entry, names[spec.key])
+        if spec.key == layer.key:
+            judged = err
+    return verdict(layer, label, judged, visible=visible)
 
 
 def layer_checks(
     *, points_per_layer: float = 1.5, entry: str = "test_permutation_equivariance", visibility: str = "hidden"
 ) -> list[CheckFunc]:
     """Build one equivariance check per layer in ``layers.LAYERS`` (named layer_0, layer_1, ...)."""
+    visible = is_visible(visibility)
     checks: list[CheckFunc] = []
     for index, layer in enumerate(LAYERS):
         label = f"layer_{index}"
 
         def run(student: StudentProxy, layer: LayerSpec = layer, label: str = label) -> str:
-            return judge(student, entry, layer, label)
+            return judge(student, entry, layer, label, visible=visible)
 
         run.__doc__ = f"The test {'passes' if layer.equivariant else 'rejects'} {label}."
         checks.append(check(points=points_per_layer, category="equivariance", visibility=visibility, name=label)(run))

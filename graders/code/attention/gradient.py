@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from graders.code.attention.calling import as_pair, check_pair_shapes, student_raised
+from graders.code.attention.calling import as_pair, check_pair_shapes, is_visible, student_raised
 from graders.code.attention.compare import compare, dtype_name
 from graders.code.attention.inputs import AttentionCase, generator, randn, random_case
 from graders.code.attention.reference import reference_attention
@@ -46,8 +46,12 @@ def dtype_problem(value: Any, what: str, expected: torch.dtype) -> str | None:
     return None
 
 
-def grade_case(student: StudentProxy, entry: str, case: AttentionCase, tally: Tally) -> None:
-    """Four items per case (output, dq, dk, dv), each worth the same share of the check."""
+def grade_case(student: StudentProxy, entry: str, case: AttentionCase, tally: Tally, *, visible: bool = False) -> None:
+    """Four items per case (output, dq, dk, dv), each worth the same share of the check.
+
+    An input modified in place shows here: q, k and v require grad, so autograd refuses the in-place operation
+    and the feedback names it (calling.student_message).
+    """
     b, h, tq, _ = case.q.shape
     grad_out = randn(generator(53), b, h, tq, case.v.shape[-1])
     ref_out, ref_grads = reference_gradients(case, grad_out)
@@ -55,7 +59,7 @@ def grade_case(student: StudentProxy, entry: str, case: AttentionCase, tally: Ta
         outputs, grads = student.call_with_grad(entry, case.args, case.kwargs, [grad_out, None], [0, 1, 2])
         out, _ = check_pair_shapes(*as_pair(outputs, entry, case), entry, case)
     except (StudentError, CheckFailed) as err:
-        failure = student_raised(entry, case, err) if isinstance(err, StudentError) else err
+        failure = student_raised(entry, case, err, visible=visible) if isinstance(err, StudentError) else err
         tally.fail(f"output, dq, dk, dv ({case.label})", failure.feedback, weight=1 + len(INPUTS))
         return
 
@@ -95,12 +99,14 @@ def gradient_check(
     With ``masks=False`` the cases pass only q, k, v (for functions without mask arguments, as in q6).
     """
 
+    visible = is_visible(visibility)
+
     @check(points=points, category="gradient", visibility=visibility, name=name)
     def gradient(student: StudentProxy) -> str:
         """float64 output and gradients for q, k, v match the reference (rtol=1e-7, atol=1e-9)."""
         tally = Tally("float64 output and gradients")
         for case in gradient_cases(masks):
-            grade_case(student, entry, case, tally)
+            grade_case(student, entry, case, tally, visible=visible)
         return tally.finish()
 
     return gradient

@@ -1,39 +1,23 @@
-"""Instructor source that checks ``define()`` inside the jail, beside the student's code (not secret).
+"""Instructor source timed by ``StudentProxy.time_reference``: the baselines of the timing checks (not secret).
 
-How names reach each other in the jail (graders/sandbox/child.py): ``define()`` runs in a helpers namespace
-apart from the submission; ``Ref(name)`` resolves helper names; ``call``/``time`` resolve names of the submission
-module only, and the helpers namespace holds that module as ``submission``. So a helper the check must *call*
-(the reference it times, the mutation probe) is exported into the submission module under an ``_ag_`` name,
-which cannot clash with a student's name in practice and only adds an attribute. Imports happen inside the
-functions. The reference here computes in the input dtype; tests assert it agrees with
-reference.reference_attention.
+``time_reference`` loads a source as the module of a fresh jailed child that never loaded student code, while the
+student's processes are stopped, and times the function it names exactly as ``time`` times the student's. So
+nothing here is ever exported into, or run beside, the submission: a student cannot slow the baseline down by
+patching torch or wrapping names in their module. Imports happen at the top of the source, like any module. The
+references compute in the input dtype; tests assert they agree with reference.reference_attention.
 """
 
 from __future__ import annotations
 
-# Prepended to a helper source: ``@_ag_export`` makes a helper callable by name through call() and time().
-_EXPORT = """
-def _ag_export(fn):
-    import sys
+REFERENCE_NAME = "reference_attention"
 
-    module = globals().get("submission") or sys.modules.get("submission")
-    if module is not None:
-        setattr(module, fn.__name__, fn)
-    return fn
-"""
+REFERENCE_SOURCE = """
+import math
 
-REFERENCE_NAME = "_ag_reference_attention"
+import torch
 
-REFERENCE_SOURCE = (
-    _EXPORT
-    + """
 
-@_ag_export
-def _ag_reference_attention(q, k, v, key_valid=None, causal=False):
-    import math
-
-    import torch
-
+def reference_attention(q, k, v, key_valid=None, causal=False):
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
         raise ValueError("q, k, v must be (B, H, T, D)")
     if q.shape[:2] != k.shape[:2] or k.shape[:3] != v.shape[:3]:
@@ -52,49 +36,17 @@ def _ag_reference_attention(q, k, v, key_valid=None, causal=False):
     weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
     return weights @ v, weights
 """
-)
 
-# In-place mutation of an input is invisible through the RPC boundary: arguments are copied over the wire, so
-# the trusted side's tensors never change. This probe runs beside the student's function and reports which of
-# the arguments it was given changed during the call (names only; no values leave the jail).
-MUTATION_PROBE_NAME = "_ag_mutation_probe"
+# q6: the batched style of the same algorithm (no masks), the baseline of attention_batched.
+REFERENCE_BATCHED_NAME = "reference_batched"
 
-MUTATION_PROBE_SOURCE = (
-    _EXPORT
-    + """
+REFERENCE_BATCHED_SOURCE = """
+import math
 
-@_ag_export
-def _ag_mutation_probe(entry, *args, **kwargs):
-    import sys
+import torch
 
-    import torch
 
-    module = globals().get("submission") or sys.modules.get("submission")
-    fn = getattr(module, entry)
-    names = ["q", "k", "v"]
-    tensors = [(names[i] if i < 3 else "argument %d" % i, a) for i, a in enumerate(args)]
-    tensors += list(kwargs.items())
-    tensors = [(name, t) for name, t in tensors if isinstance(t, torch.Tensor)]
-    before = [t.detach().clone() for _, t in tensors]
-    fn(*args, **kwargs)
-    return [name for (name, t), b in zip(tensors, before) if not torch.equal(t.detach(), b)]
-"""
-)
-
-# q6: the batched style of the same algorithm, timed beside the student's attention_batched.
-REFERENCE_BATCHED_NAME = "_ag_reference_batched"
-
-REFERENCE_BATCHED_SOURCE = (
-    _EXPORT
-    + """
-
-@_ag_export
-def _ag_reference_batched(q, k, v):
-    import math
-
-    import torch
-
+def reference_batched(q, k, v):
     weights = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), dim=-1)
     return weights @ v, weights
 """
-)

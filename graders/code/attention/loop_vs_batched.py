@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from graders.code.attention.calling import call_attention
+from graders.code.attention.calling import call_attention, is_visible
 from graders.code.attention.inputs import generator, randn, random_case
 from graders.code.attention.jail_sources import REFERENCE_BATCHED_NAME, REFERENCE_BATCHED_SOURCE
-from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, Timing, check
+from graders.code.attention.timing import Args, fresh_seed, time_fresh, verify_result
+from graders.code.checks import CheckFailed, CheckFunc, StudentProxy, check
 
 
 def agreement_check(
@@ -25,12 +27,14 @@ def agreement_check(
     Category "determinism": the same input must give the same result, whichever implementation computes it.
     """
 
+    visible = is_visible(visibility)
+
     @check(points=points, category="determinism", visibility=visibility, name=name)
     def loop_vs_batched(student: StudentProxy) -> str:
         """The loop and batched versions agree on the same input (assert_close on weights and output)."""
         for case in (random_case("Tq=4, Tk=6", 91, tq=4, tk=6), random_case("Tq=Tk=7", 92, tq=7, tk=7)):
-            loop = call_attention(student, loop_entry, case)
-            batched = call_attention(student, batched_entry, case)
+            loop = call_attention(student, loop_entry, case, visible=visible)
+            batched = call_attention(student, batched_entry, case, visible=visible)
             for what, a, b in zip(("weights", "output"), loop, batched, strict=True):
                 try:
                     torch.testing.assert_close(a, b)
@@ -57,7 +61,7 @@ class SpeedRow:
 
     @property
     def ratio(self) -> float:
-        """How many times slower than the in-jail reference batched implementation."""
+        """How many times slower than the reference batched implementation (timed in a clean process)."""
         return self.batched_s / max(self.reference_s, 1e-9)
 
 
@@ -74,26 +78,45 @@ def format_speed_table(rows: list[SpeedRow], loop_entry: str, batched_entry: str
     return "\n".join([header, *body])
 
 
-def _time(student: StudentProxy, entry: str, t: int, warmup: int, repeat: int) -> Timing:
-    gen = generator(900 + t)
-    args = [randn(gen, 1, 2, t, 16).float() for _ in range(3)]
-    try:
-        return student.time(entry, args, {}, warmup=warmup, repeat=repeat)
-    except StudentError as err:
-        raise CheckFailed(f"{entry} raised {err.type_name} while being timed (T={t}): {err.message}") from None
+def speed_args(t: int, seed: int) -> Args:
+    """float32 inputs (B=1, H=2, D=16), no masks: q6's functions take only q, k, v."""
+    gen = generator(seed)
+    return [randn(gen, 1, 2, t, 16).float() for _ in range(3)], {}
 
 
 def measure(
-    student: StudentProxy, loop_entry: str, batched_entry: str, t: int, warmup: int, repeat: int
+    student: StudentProxy,
+    loop_entry: str,
+    batched_entry: str,
+    t: int,
+    warmup: int,
+    repeat: int,
+    *,
+    verify: bool = True,
 ) -> tuple[SpeedRow, SpeedRow]:
     """(medians, fastest runs) at one T: the table shows medians; decisions use the fastest run of each, because
     load on the worker only ever adds time, so the fastest run is the steadiest estimate of a version's own cost.
-    The reference is cheap, so it gets more repeats."""
-    timings = [
-        _time(student, loop_entry, t, warmup, repeat),
-        _time(student, batched_entry, t, warmup, repeat),
-        _time(student, REFERENCE_BATCHED_NAME, t, warmup, 2 * repeat + 1),
-    ]
+
+    Every timed run gets inputs of its own (timing.time_fresh), so neither version can answer from a cache, not
+    even from results the other version computed; the batched version's result is verified while it is timed.
+    The reference runs in a clean process (``time_reference``); it is cheap, so it gets more repeats.
+    """
+
+    def make_args(seed: int) -> Args:
+        return speed_args(t, seed)
+
+    def check_result(args: list[Any], kwargs: dict[str, Any]) -> None:
+        verify_result(student, batched_entry, args, kwargs)
+
+    loop = time_fresh(student, loop_entry, t, make_args, warmup=warmup, repeat=repeat)
+    batched = time_fresh(
+        student, batched_entry, t, make_args, warmup=warmup, repeat=repeat, verify=check_result if verify else None
+    )
+    ref_args, ref_kwargs = make_args(fresh_seed())
+    reference = student.time_reference(
+        REFERENCE_BATCHED_SOURCE, REFERENCE_BATCHED_NAME, ref_args, ref_kwargs, warmup=warmup, repeat=2 * repeat + 1
+    )
+    timings = (loop, batched, reference)
     medians = SpeedRow(t, *(timing.median_s for timing in timings))
     return medians, SpeedRow(t, *(min(timing.times_s) for timing in timings))
 
@@ -118,29 +141,34 @@ def speedup_check(
     max_ratio: float = 15.0,
     warmup: int = 1,
     repeat: int = 3,
+    verify: bool = True,
 ) -> CheckFunc:
     """Build the timing check: a table over ``sizes``; at the largest T the batched version must be fast.
 
     Fast means both: ``min_speedup``× faster than the student's own loop, and within ``max_ratio``× of a
-    matrix-product reference timed the same way in the jail. A "batched" version that still loops over queries
-    in Python pays ~10 µs of interpreter overhead per query: at T ≈ 256 that dominates (about 1× the loop,
-    50× the reference), while a vectorised version is ~25× faster than the loop and 1-3× the reference. At much
-    larger T the T² elementwise work of a hand-written softmax narrows both gaps, so the decision is taken at
-    a moderate largest T (256 by default), where the margins are wide on both sides.
+    matrix-product reference timed the same way in a clean process (``time_reference``). A "batched" version that
+    still loops over queries in Python pays ~10 µs of interpreter overhead per query: at T ≈ 256 that dominates
+    (about 1× the loop, 50× the reference), while a vectorised version is ~25× faster than the loop and 1-3× the
+    reference. At much larger T the T² elementwise work of a hand-written softmax narrows both gaps, so the
+    decision is taken at a moderate largest T (256 by default), where the margins are wide on both sides. With
+    ``verify`` (the default) a call of the batched version made among the timed ones must match the reference
+    (timing.time_fresh).
     """
 
     @check(points=points, category="timing", visibility="visible", name=name)
     def batched_faster(student: StudentProxy) -> str:
         """Median times over several T; at the largest T the batched version is clearly faster than the loop."""
-        student.define(REFERENCE_BATCHED_SOURCE)
-        measured = [measure(student, loop_entry, batched_entry, t, warmup, repeat) for t in sizes]
+        measured = [measure(student, loop_entry, batched_entry, t, warmup, repeat, verify=verify) for t in sizes]
         if shortfall(measured[-1][1], min_speedup, max_ratio):
             # Re-measure before penalising, so a stall of the worker cannot fail a correct pair.
-            again = measure(student, loop_entry, batched_entry, sizes[-1], warmup, repeat)
+            again = measure(student, loop_entry, batched_entry, sizes[-1], warmup, repeat, verify=verify)
             if not shortfall(again[1], min_speedup, max_ratio):
                 measured[-1] = again
         table = format_speed_table([medians for medians, _ in measured], loop_entry, batched_entry)
-        where = f"timed on {student.device}, median of {repeat} runs after {warmup} warm-up; judged on the fastest run"
+        where = (
+            f"timed on {student.device}, median of {repeat} runs on fresh inputs after {warmup} warm-up; judged on "
+            "the fastest run"
+        )
         best = measured[-1][1]
         problem = shortfall(best, min_speedup, max_ratio)
         if problem:

@@ -12,7 +12,7 @@ from functools import partial
 import torch
 from torch import Tensor
 
-from graders.code.attention.calling import call_attention
+from graders.code.attention.calling import call_attention, is_visible
 from graders.code.attention.compare import compare, first_index, is_close, nonfinite_problem
 from graders.code.attention.inputs import AttentionCase, random_case
 from graders.code.attention.reference import allowed_keys, masked_softmax, reference_attention, scaled_scores
@@ -112,11 +112,11 @@ def row_sum_problem(weights: Tensor) -> str | None:
     return f"the weights of query row {first_index(off)} (b, h, i) do not sum to 1 over its allowed keys"
 
 
-def check_mask_case(student: StudentProxy, entry: str, case: AttentionCase) -> None:
+def check_mask_case(student: StudentProxy, entry: str, case: AttentionCase, *, visible: bool = False) -> None:
     """One case: every property, then a diagnosis of the mistake behind the first failure."""
     ref_out, ref_w = reference_attention(case.q, case.k, case.v, case.key_valid, case.causal)
     try:
-        out, weights = call_attention(student, entry, case)
+        out, weights = call_attention(student, entry, case, visible=visible)
     except CheckFailed as err:
         if "raised ValueError" in err.feedback:
             hint = CAUSAL_RAISED if case.key_valid is None else KEY_VALID_RAISED
@@ -143,12 +143,14 @@ def masking_check(
 ) -> CheckFunc:
     """Build the mask-semantics check: key_valid alone (self- and cross-attention), causal alone, and both."""
 
+    visible = is_visible(visibility)
+
     @check(points=points, category="masking", visibility=visibility, name=name)
     def masking(student: StudentProxy) -> str:
         """key_valid (True = allowed), causal (j <= i), both: zeros, row sums, finiteness, values."""
         tally = Tally("masking")
         for case in masking_cases():
-            tally.run(case.label, partial(check_mask_case, student, entry, case))
+            tally.run(case.label, partial(check_mask_case, student, entry, case, visible=visible))
         return tally.finish()
 
     return masking

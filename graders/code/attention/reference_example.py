@@ -30,7 +30,7 @@ def reference_example_check(
     def reference_example(student: StudentProxy) -> str:
         """The worked 2×2 example: A ≈ [[0.6698, 0.3302], [0.3302, 0.6698]], A·V ≈ [[1.3395, 1.3210], ...]."""
         case = example_2x2()
-        out, weights = call_attention(student, entry, case)
+        out, weights = call_attention(student, entry, case, visible=True)
         ref_out, ref_w = reference_attention(case.q, case.k, case.v)
         shown = f"Q = K = I, V = [[2, 0], [0, 4]] as (1, 1, 2, 2) float64 tensors; expected A = {_matrix(ref_w[0, 0])}"
         problems = [

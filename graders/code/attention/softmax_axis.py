@@ -7,7 +7,7 @@ from functools import partial
 import torch
 from torch import Tensor
 
-from graders.code.attention.calling import call_attention, check_pair_shapes
+from graders.code.attention.calling import call_attention, check_pair_shapes, is_visible
 from graders.code.attention.compare import compare, is_close
 from graders.code.attention.inputs import AttentionCase, random_case
 from graders.code.attention.reference import reference_attention
@@ -30,10 +30,10 @@ def _sums_to_one(weights: Tensor, dim: int) -> bool:
     return bool(torch.allclose(sums, torch.ones_like(sums), rtol=0, atol=1e-6))
 
 
-def check_axis(student: StudentProxy, entry: str, case: AttentionCase) -> None:
+def check_axis(student: StudentProxy, entry: str, case: AttentionCase, *, visible: bool = False) -> None:
     """One case: transposed weights, columns summing to 1, then values against the reference."""
     ref_out, ref_w = reference_attention(case.q, case.k, case.v, case.key_valid, case.causal)
-    out, weights = call_attention(student, entry, case, check_shapes=False)
+    out, weights = call_attention(student, entry, case, check_shapes=False, visible=visible)
     if is_close(weights.transpose(-1, -2), ref_w, rtol=RTOL, atol=ATOL):
         raise CheckFailed(TRANSPOSED_MESSAGE)
     out, weights = check_pair_shapes(out, weights, entry, case)
@@ -54,6 +54,8 @@ def softmax_axis_check(
 ) -> CheckFunc:
     """Build the check that softmax runs over keys, on non-symmetric scores with Tq != Tk and Tq == Tk."""
 
+    visible = is_visible(visibility)
+
     @check(points=points, category="softmax_axis", visibility=visibility, name=name)
     def softmax_axis(student: StudentProxy) -> str:
         """Softmax over keys on non-symmetric scores (Tq != Tk and Tq == Tk)."""
@@ -62,7 +64,7 @@ def softmax_axis_check(
             random_case("Tq=4, Tk=6", 11, tq=4, tk=6),
             random_case("Tq=Tk=5", 12, tq=5, tk=5),
         ):
-            tally.run(case.label, partial(check_axis, student, entry, case))
+            tally.run(case.label, partial(check_axis, student, entry, case, visible=visible))
         return tally.finish()
 
     return softmax_axis

@@ -6,7 +6,7 @@ from functools import partial
 
 import torch
 
-from graders.code.attention.calling import call_attention
+from graders.code.attention.calling import call_attention, is_visible
 from graders.code.attention.compare import compare, nonfinite_problem
 from graders.code.attention.inputs import AttentionCase, large_score_case
 from graders.code.attention.reference import reference_attention
@@ -20,9 +20,9 @@ HINT = (
 )
 
 
-def check_stable(student: StudentProxy, entry: str, case: AttentionCase) -> None:
+def check_stable(student: StudentProxy, entry: str, case: AttentionCase, *, visible: bool = False) -> None:
     ref_out, ref_w = reference_attention(case.q, case.k, case.v)
-    out, weights = call_attention(student, entry, case)
+    out, weights = call_attention(student, entry, case, visible=visible)
     problem = nonfinite_problem(weights, "weights") or nonfinite_problem(out, "output")
     if problem:
         raise CheckFailed(f"{problem}: {HINT}")
@@ -40,13 +40,15 @@ def stability_check(
 ) -> CheckFunc:
     """Build the large-score stability check (float64 and float32)."""
 
+    visible = is_visible(visibility)
+
     @check(points=points, category="stability", visibility=visibility, name=name)
     def stability(student: StudentProxy) -> str:
         """Finite, correct results when scores are ~1e3-1e4 (float64 and float32)."""
         tally = Tally("numerical stability with large scores")
         for dtype in (torch.float64, torch.float32):
             case = large_score_case(dtype)
-            tally.run(case.label, partial(check_stable, student, entry, case))
+            tally.run(case.label, partial(check_stable, student, entry, case, visible=visible))
         return tally.finish()
 
     return stability

@@ -1,6 +1,9 @@
-"""Mutant: Scales q in place (q /= sqrt(d)): correct result, but the caller's q changes."""
+"""Mutant: Scales q in place (q /= sqrt(d)): correct result, but the caller's q changes.
 
-# caught-by: determinism
+Caught by the gradient check: q requires grad there, and autograd refuses an in-place operation on it.
+"""
+
+# caught-by: gradient
 import math
 
 import torch

@@ -2,13 +2,16 @@
 
 It mimics the jailed child (graders/sandbox/child.py): arguments and results are copied (so in-place changes
 never reach the caller), exceptions cross as StudentError(type name, message), ``call``/``time`` reach the
-submission module's names only, ``define`` runs in a separate helpers namespace that holds the module as
-``submission``, and Ref(name) resolves helper names. Never use it for student uploads: the code runs in this
-process.
+submission module's names only, ``time`` sends noisy copies per run, ``time_reference`` runs instructor source as
+a module of its own, ``define`` runs in a separate helpers namespace that holds the module as ``submission``, and
+Ref(name) resolves helper names. Never use it for student uploads: the code runs in this
+process. For the same reason, never load a mutant that patches torch or builtins here (inplace_forges_torch_equal,
+timing_slows_reference): it would patch the trusted side too; those are graded through the sandbox only.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 import traceback
 import types
@@ -33,7 +36,15 @@ class DirectProxy:
     def __init__(self, source: str, filename: str = "<submission>") -> None:
         self.module = types.ModuleType("submission")
         self.helpers: dict[str, Any] = {"__name__": "autograder_helpers", "submission": self.module}
-        exec(compile(source, filename, "exec"), self.module.__dict__)  # trusted instructor file only
+        previous = sys.modules.get("submission")
+        sys.modules["submission"] = self.module  # as in the child, while the module body runs
+        try:
+            exec(compile(source, filename, "exec"), self.module.__dict__)  # trusted instructor file only
+        finally:
+            if previous is None:
+                sys.modules.pop("submission", None)
+            else:
+                sys.modules["submission"] = previous
 
     def _function(self, name: str) -> Callable[..., Any]:
         fn = getattr(self.module, name, None)
@@ -104,16 +115,58 @@ class DirectProxy:
     def time(
         self, name: str, args: list[Any], kwargs: dict[str, Any] | None = None, *, warmup: int = 2, repeat: int = 5
     ) -> Timing:
-        fn = self._function(name)
-        args, kwargs = self._copy_in(args), self._copy_in(kwargs or {})
-        for _ in range(warmup):
-            self._run(lambda: fn(*args, **kwargs))
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            self._run(lambda: fn(*args, **kwargs))
+        return _time_runs(self._function(name), args, kwargs or {}, warmup, repeat, self._run)
+
+    def time_reference(
+        self,
+        source: str,
+        name: str,
+        args: list[Any],
+        kwargs: dict[str, Any] | None = None,
+        *,
+        warmup: int = 2,
+        repeat: int = 5,
+    ) -> Timing:
+        """Like the sandbox: ``source`` becomes a module of its own that never saw the submission."""
+        module = types.ModuleType("reference")
+        exec(compile(source, "<reference>", "exec"), module.__dict__)  # trusted instructor source
+        fn = getattr(module, name, None)
+        if not callable(fn):
+            raise AssertionError(f"the reference source defines no function named {name!r}")
+        return _time_runs(fn, args, kwargs or {}, warmup, repeat, lambda run: run())
+
+
+def fresh_inputs(value: Any) -> Any:
+    """Copies with tiny fresh noise on floating-point tensors, as the sandbox proxy sends each timed run."""
+    if isinstance(value, torch.Tensor):
+        copy = value.detach().clone()
+        if copy.is_floating_point():
+            copy = copy * (1 + 1e-7 * torch.randn(copy.shape, dtype=copy.dtype))
+        return copy
+    if isinstance(value, (list, tuple)):
+        return type(value)(fresh_inputs(v) for v in value)
+    if isinstance(value, dict):
+        return {k: fresh_inputs(v) for k, v in value.items()}
+    return value
+
+
+def _time_runs(
+    fn: Callable[..., Any],
+    args: list[Any],
+    kwargs: dict[str, Any],
+    warmup: int,
+    repeat: int,
+    run: Callable[[Callable[[], Any]], Any],
+) -> Timing:
+    """``warmup`` then ``repeat`` calls, each on freshly sent (noisy) copies of the arguments, timed around the call."""
+    times = []
+    for i in range(warmup + repeat):
+        a, k = fresh_inputs(list(args)), fresh_inputs(kwargs)
+        start = time.perf_counter()
+        run(lambda a=a, k=k: fn(*a, **k))
+        if i >= warmup:
             times.append(time.perf_counter() - start)
-        return Timing(times)
+    return Timing(times)
 
 
 def run_check(spec: CheckSpec, proxy: DirectProxy) -> CheckResult:

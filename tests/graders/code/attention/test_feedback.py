@@ -1,6 +1,9 @@
 """Each builder names the mistake behind a known mutant, with evidence and without hidden values."""
 
+import re
+
 import pytest
+import torch
 
 from graders.code.attention import (
     determinism_check,
@@ -10,10 +13,14 @@ from graders.code.attention import (
     reference_example_check,
     softmax_axis_check,
     stability_check,
+    timing_check,
     validation_check,
 )
-from graders.code.checks import CheckFailed
+from graders.code.attention.calling import HIDDEN_MESSAGE_CHARS, VISIBLE_MESSAGE_CHARS, sanitise, student_message
+from graders.code.attention.inputs import random_case
+from graders.code.checks import CheckFailed, StudentError
 from graders.results import CATEGORIES
+from tests.graders.code.attention.direct_proxy import DirectProxy
 
 CASES = [
     (softmax_axis_check, "mutants/q5/wrong_softmax_axis.py", "columns sum to 1 instead of rows"),
@@ -31,7 +38,8 @@ CASES = [
     (empty_row_check, "mutants/q5/nan_instead_of_valueerror.py", "returned NaN weights instead of raising ValueError"),
     (validation_check, "mutants/q5/no_input_validation.py", "instead of ValueError"),
     (stability_check, "mutants/q5/naive_exp_softmax.py", "subtract each row's maximum"),
-    (determinism_check, "mutants/q5/inplace_mutation.py", "modified its input(s) q in place"),
+    (gradient_check, "mutants/q5/inplace_mutation.py", "your function modifies its inputs in place"),
+    (gradient_check, "mutants/q5/inplace_hidden_from_probe.py", "your function modifies its inputs in place"),
     (determinism_check, "mutants/q5/dropout_left_on.py", "two calls with the same inputs gave different"),
 ]
 
@@ -79,3 +87,79 @@ def test_only_the_visible_check_shows_inputs(proxy_for):
     assert reference_example_check().__autograder_check__.visibility == "visible"
     assert "V = [[2, 0], [0, 4]]" in failed.value.feedback
     assert softmax_axis_check().__autograder_check__.visibility == "hidden"
+
+
+# The review's g1: every call raises with the hidden inputs in its message (RuntimeError, so that the checks
+# expecting a ValueError fail too).
+EXFILTRATE = """
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    kv = None if key_valid is None else key_valid.tolist()
+    raise RuntimeError("LEAK q=" + repr(q.flatten().tolist()) + " kv=" + repr(kv))
+"""
+
+HIDDEN_BUILDERS = [
+    determinism_check,
+    empty_row_check,
+    gradient_check,
+    masking_check,
+    softmax_axis_check,
+    stability_check,
+    validation_check,
+]
+
+
+def _decimal_runs(text: str) -> list[str]:
+    return re.findall(r"-?\d*\.\d+(?:[,\s\[\]]+-?\d*\.\d+){2,}", text)
+
+
+@pytest.mark.parametrize("builder", HIDDEN_BUILDERS, ids=[b.__name__ for b in HIDDEN_BUILDERS])
+def test_hidden_checks_do_not_echo_hidden_inputs_raised_by_the_student(builder):
+    proxy = DirectProxy(EXFILTRATE)
+    with pytest.raises(CheckFailed) as failed:
+        builder()(proxy)
+    feedback = failed.value.feedback
+    for line in feedback.splitlines():
+        assert len(line) < 400, line
+    assert not _decimal_runs(feedback), feedback
+    assert "True, False" not in feedback and "False, True" not in feedback
+    values = random_case("key_valid", 21, tq=6, tk=6, masked=True).q.flatten().tolist()
+    assert not any(f"{x!r}"[:8] in feedback for x in values)
+
+
+def test_a_visible_check_may_show_more_of_the_message():
+    proxy = DirectProxy(EXFILTRATE)
+    with pytest.raises(CheckFailed) as failed:
+        reference_example_check()(proxy)
+    assert "LEAK q=[1.0, 0.0" in failed.value.feedback  # the 2×2 example's inputs are public
+    assert len(failed.value.feedback) < VISIBLE_MESSAGE_CHARS + 200
+
+
+def test_sanitise_collapses_values_and_keeps_the_location():
+    q = torch.randn(2, 2, 5, 4, dtype=torch.float64)
+    message = f"LEAK q={q.flatten().tolist()!r} kv={[[True, False, True], [False, True, True]]!r} (line 4, in f)"
+    assert sanitise(message, visible=False) == "LEAK q=… kv=… (line 4, in f)"
+    assert sanitise("shapes (2, 2, 5, 4) and (3, 2, 5, 4) differ", visible=False) == "shapes … and … differ"
+    assert sanitise("mat1 and mat2 shapes cannot be multiplied (10x4 and 3x5)", visible=False).endswith(
+        "(10x4 and 3x5)"
+    )
+    assert sanitise("got 0.6697615493266569", visible=False) == "got …"
+    assert sanitise("a0.123b0.456c0.789", visible=False) == "a…"
+    assert sanitise("blob QUJDREVGR0hJSktMTU5PUFFSU1RVVldY9 end", visible=False) == "blob … end"
+    assert sanitise("scaled_dot_product_attention failed", visible=False) == "scaled_dot_product_attention failed"
+    assert len(sanitise("word " * 200, visible=False)) == HIDDEN_MESSAGE_CHARS
+    assert len(sanitise("word " * 200, visible=True)) == VISIBLE_MESSAGE_CHARS
+
+
+def test_an_in_place_error_from_autograd_is_named():
+    err = StudentError(
+        "RuntimeError",
+        "a leaf Variable that requires grad is being used in an in-place operation. (line 16, in scaled_attention)",
+    )
+    text = student_message(err, visible=False)
+    assert text.startswith("RuntimeError from autograd: your function modifies its inputs in place")
+    assert "q /= s" in text
+
+
+def test_timing_feedback_does_not_depend_on_a_reference_beside_the_student(proxy_for):
+    # time_reference runs the baseline from instructor source; the solution passes on the direct proxy.
+    assert "Within 20×" in timing_check(sizes=(16,))(proxy_for("solutions/q5/masked_fill.py"))
