@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from graders.code import verdicts
 from graders.code.checks import CheckFailed, CheckSpec, StudentError
 from graders.code.proxy import BadReturnValue, CheckBudgetExceeded, CheckUsageError, SandboxProxy
+from graders.code.sanitise import sanitise
 from graders.problemset.schema import CodeProblem
-from graders.results import CheckResult, GradeResult, Verdict
+from graders.results import CheckResult, GradeResult, Verdict, Visibility
 from graders.sandbox import codec
 from graders.sandbox.config import RunLimits, SandboxConfig
 from graders.sandbox.errors import RunEnded, SandboxError
@@ -182,7 +183,8 @@ def run_check(spec: CheckSpec, proxy: SandboxProxy) -> CheckOutcome:
         return done(0.0, exc.message, verdicts.BAD_RETURN)
     except StudentError as exc:
         kind = verdicts.MEMORY if verdicts.is_memory_error(exc.type_name, exc.message) else verdicts.RAISED
-        return done(0.0, f"your function raised {exc.type_name}: {exc.message}", kind)
+        message = sanitise(exc.message, visible=spec.visibility == Visibility.VISIBLE)
+        return done(0.0, f"your function raised {exc.type_name[:100]}: {message}", kind)
     except CheckBudgetExceeded as exc:
         return done(0.0, str(exc), verdicts.TIMEOUT)
     except CheckUsageError as exc:

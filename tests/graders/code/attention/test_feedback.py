@@ -16,9 +16,10 @@ from graders.code.attention import (
     timing_check,
     validation_check,
 )
-from graders.code.attention.calling import HIDDEN_MESSAGE_CHARS, VISIBLE_MESSAGE_CHARS, sanitise, student_message
+from graders.code.attention.calling import student_message
 from graders.code.attention.inputs import random_case
 from graders.code.checks import CheckFailed, StudentError
+from graders.code.sanitise import HIDDEN_MESSAGE_CHARS, VISIBLE_MESSAGE_CHARS, sanitise
 from graders.results import CATEGORIES
 from tests.graders.code.attention.direct_proxy import DirectProxy
 

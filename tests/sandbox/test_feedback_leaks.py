@@ -1,0 +1,20 @@
+"""A hidden check's feedback never carries hidden inputs out through the student's own exception message."""
+
+from __future__ import annotations
+
+from tests.sandbox import support
+
+EXFILTRATE = """
+if isinstance(a, torch.Tensor):
+    raise ValueError("LEAK " + repr(a.tolist()) + " " + repr(b.tolist()))
+"""
+
+
+def test_hidden_check_sanitises_the_students_exception(grader) -> None:  # type: ignore[no-untyped-def]
+    support.require_jail()
+    result = support.grade(grader, support.attack_source(EXFILTRATE))
+    hidden = next(c for c in result.checks if c.name == "add_tensors")
+    assert not hidden.passed
+    assert "ValueError" in hidden.feedback and "LEAK" in hidden.feedback  # the student still learns what raised
+    assert "0.0, 1.0, 2.0" not in hidden.feedback and "1.0, 1.0, 1.0" not in hidden.feedback
+    support.assert_healthy(grader)
