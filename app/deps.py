@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from app.config import Settings
+from app.db import session_scope
 from app.errors import Forbidden, Unauthorized
 from app.users.models import User
 from app.users.service import user_for_token
@@ -21,15 +22,8 @@ def get_settings_dep(request: Request) -> Settings:
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    session: Session = request.app.state.session_factory()
-    try:
+    with session_scope(request.app.state.session_factory) as session:
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]

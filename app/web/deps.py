@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
 from app.config import Settings
+from app.db import session_scope
 from app.errors import DomainError, Forbidden
 from app.users.models import User
 
@@ -27,18 +28,11 @@ class CsrfFailed(DomainError):
 
 
 def get_web_session(request: Request) -> Iterator[Session]:
-    session: Session = request.app.state.session_factory()
-    # Kept on the request so WebRoute can roll back when it turns a domain error into an error page: the
-    # exception never reaches this generator then, and it would commit whatever was half done.
-    request.state.db = session
-    try:
+    with session_scope(request.app.state.session_factory) as session:
+        # Kept on the request so WebRoute can roll back when it turns a domain error into an error page: the
+        # exception never reaches this generator then, and it would commit whatever was half done.
+        request.state.db = session
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 def get_web_settings(request: Request) -> Settings:
