@@ -1,0 +1,33 @@
+"""q5 and q6 graded on CUDA inside the sandbox. Skipped cleanly where there is no GPU (CI never has one)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from graders.code.checks import load_checks
+from graders.problemset.loader import load_problem_set
+from graders.problemset.schema import CodeProblem
+from tests.conftest import REPO
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+SET = REPO / "problems" / "attention"
+
+
+@pytest.mark.parametrize(("problem_id", "solution"), [("q5", "masked_fill.py"), ("q6", "loop_and_matmul.py")])
+def test_reference_solutions_get_full_marks_on_cuda(problem_id: str, solution: str) -> None:
+    from graders.code.runner import CodeGrader
+    from graders.sandbox.config import SandboxConfig
+
+    problem = load_problem_set(SET).spec.problem(problem_id)
+    assert isinstance(problem, CodeProblem)
+    checks = load_checks(SET / problem.checks)
+    source = (SET / "solutions" / problem_id / solution).read_text()
+    with CodeGrader(SandboxConfig(mode="bwrap", slots=1, device="cuda")) as grader:
+        result = grader.grade(source=source, problem=problem, checks=checks)
+    assert result.score == result.max_score, result.to_dict()
+    timing = [c for c in result.checks if c.category == "timing"]
+    assert timing and all("timed on cuda" in c.feedback for c in timing)
