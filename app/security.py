@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from functools import lru_cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 _hasher = PasswordHasher()
 TOKEN_PREFIX = "agt_"  # noqa: S105 - a public marker, not a secret
-# A valid-looking hash to verify against when the user does not exist, so timing does not reveal which emails exist.
-_DUMMY_HASH = _hasher.hash("not-a-real-password")
+
+
+@lru_cache(maxsize=1)
+def _dummy_hash() -> str:
+    """A real hash to verify against when the user does not exist, so timing does not reveal which emails exist."""
+    return _hasher.hash("not-a-real-password")
 
 
 def hash_password(password: str) -> str:
@@ -20,7 +25,7 @@ def hash_password(password: str) -> str:
 
 def verify_password(password: str, password_hash: str | None) -> bool:
     try:
-        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+        return _hasher.verify(password_hash or _dummy_hash(), password) and password_hash is not None
     except (VerificationError, InvalidHashError):
         return False
 
