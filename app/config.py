@@ -27,6 +27,9 @@ class Settings(BaseSettings):
         default="auto", description="where student tensors live; auto = cuda when this worker has a GPU"
     )
     workers: int = Field(default=2, ge=0, le=64, description="embedded grading workers started by `serve`")
+    prewarm_sandbox: bool = Field(
+        default=True, description="start the sandbox zygotes when workers start, not on the first code submission"
+    )
     problems_dir: Path = Field(default=REPO_ROOT / "problems", description="problem sets loaded by `serve`")
     load_problems_on_start: bool = True
     max_body_bytes: int = Field(default=1 << 20, ge=1024, description="largest JSON or form body")

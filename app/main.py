@@ -28,11 +28,14 @@ from app.worker.pool import EmbeddedPool
 log = logging.getLogger(__name__)
 
 
-def create_app(settings: Settings | None = None, *, start_workers: bool = True) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, *, start_workers: bool = True, code_grader: LazyCodeGrader | None = None
+) -> FastAPI:
+    """Build the app. ``code_grader`` lets `serve` hand over the sandbox it already warmed to validate sets."""
     settings = settings or get_settings()
     engine = make_engine(settings.resolved_database_url)
     session_factory = make_session_factory(engine)
-    code_grader = LazyCodeGrader(settings)
+    code_grader = code_grader or LazyCodeGrader(settings)
     job = GradingJob(settings, session_factory, code_grader)
     pool = EmbeddedPool(job, settings.workers) if settings.broker_url is None and settings.workers > 0 else None
 
@@ -40,6 +43,8 @@ def create_app(settings: Settings | None = None, *, start_workers: bool = True) 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if pool is not None and start_workers:
             pool.start()
+            if settings.prewarm_sandbox:
+                code_grader.prewarm()
         try:
             yield
         finally:

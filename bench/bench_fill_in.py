@@ -52,7 +52,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200)
     n = parser.parse_args().n
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=Path(tmp), secret_key="b" * 40, workers=2, load_problems_on_start=False)
+        settings = Settings(
+            data_dir=Path(tmp), secret_key="b" * 40, workers=2, load_problems_on_start=False, prewarm_sandbox=False
+        )
         upgrade(settings.resolved_database_url)
         sessions = make_session_factory(make_engine(settings.resolved_database_url))
         with sessions() as session:

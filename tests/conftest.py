@@ -95,6 +95,8 @@ def settings(tmp_path: Path, database_url: str) -> Settings:
         workers=1,
         problems_dir=FIXTURE_SETS,
         load_problems_on_start=False,
+        # Most API tests grade answers only; the few code tests start the sandbox on first use.
+        prewarm_sandbox=False,
     )
 
 

@@ -68,15 +68,13 @@ def serve(
         typer.secho("First start: created these accounts. The passwords are shown only now:", bold=True)
         for email, role, password in created:
             typer.echo(f"  {role:<10} {email:<28} password: {password}")
+    # One sandbox for validating the shipped sets and then for grading: it is warm by the time students submit.
+    grader = LazyCodeGrader(settings)
     if settings.load_problems_on_start:
-        grader = LazyCodeGrader(settings)
-        try:
-            for folder in sorted(p.parent for p in settings.problems_dir.glob("*/problemset.yaml")):
-                problems.load_one(sessions, folder, grader)
-        finally:
-            grader.close()
+        for folder in sorted(p.parent for p in settings.problems_dir.glob("*/problemset.yaml")):
+            problems.load_one(sessions, folder, grader)
     typer.echo(f"serving on http://{host}:{port} (API docs at /docs)")
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(settings, code_grader=grader), host=host, port=port, log_level="info")
 
 
 @app.command()
@@ -106,6 +104,8 @@ def worker(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     pool.start()
+    if settings.prewarm_sandbox:
+        grader.prewarm()
     typer.echo(f"worker: {slots} slot(s) polling {settings.resolved_database_url.split('@')[-1]}")
     stop.wait()
     pool.stop()

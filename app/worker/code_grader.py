@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Literal
 
@@ -10,6 +11,8 @@ from graders.code.checks import CheckSpec
 from graders.problemset.schema import CodeProblem
 from graders.problemset.validate import CodeGraderLike
 from graders.results import GradeResult
+
+log = logging.getLogger(__name__)
 
 
 class LazyCodeGrader:
@@ -27,6 +30,17 @@ class LazyCodeGrader:
                 if self._grader is None:
                     self._grader = build_code_grader(self.settings, self.slots)
         return self._grader
+
+    def prewarm(self) -> None:
+        """Start the zygotes in the background (seconds of torch import), so no submission waits for them."""
+
+        def warm() -> None:
+            try:
+                self()
+            except Exception:  # the first submission will retry and report it; the service stays up
+                log.exception("could not start the sandbox")
+
+        threading.Thread(target=warm, name="sandbox-prewarm", daemon=True).start()
 
     def grade(self, *, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult:
         return self().grade(source=source, problem=problem, checks=checks)
