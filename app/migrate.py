@@ -25,18 +25,3 @@ def upgrade(database_url: str, revision: str = "head") -> None:
 
 def downgrade(database_url: str, revision: str = "base") -> None:
     command.downgrade(alembic_config(database_url), revision)
-
-
-def current_revision_is_head(database_url: str) -> bool:
-    from alembic.runtime.migration import MigrationContext
-    from alembic.script import ScriptDirectory
-
-    from app.db import make_engine
-
-    script = ScriptDirectory.from_config(alembic_config(database_url))
-    engine = make_engine(database_url)
-    try:
-        with engine.connect() as conn:
-            return MigrationContext.configure(conn).get_current_revision() == script.get_current_head()
-    finally:
-        engine.dispose()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,24 +35,30 @@ def service_missing(what: str, error: Exception) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
-def postgres_database() -> Iterator[str]:
-    """A fresh PostgreSQL database for this test session, migrated to head, dropped at the end."""
-    name = f"autograder_test_{uuid.uuid4().hex[:8]}"
+@contextmanager
+def fresh_postgres_database(prefix: str) -> Iterator[str]:
+    """Create an empty PostgreSQL database, yield its URL, drop it afterwards (fails in CI if unreachable)."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     try:
         admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
     except Exception as exc:
         service_missing("PostgreSQL", exc)
-    url = make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    upgrade(url)
     try:
-        yield url
+        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, migrated to head, dropped at the end."""
+    with fresh_postgres_database("autograder_test") as url:
+        upgrade(url)
+        yield url
 
 
 def _truncate_postgres(url: str) -> None:

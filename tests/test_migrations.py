@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, inspect, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import inspect
 
 import app.models  # noqa: F401
 from app.db import Base, make_engine
 from app.migrate import downgrade, upgrade
-from tests.conftest import POSTGRES_ADMIN_URL, service_missing
+from tests.conftest import fresh_postgres_database
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -22,17 +20,8 @@ def empty_database(request, tmp_path) -> Iterator[str]:  # type: ignore[no-untyp
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'm.db'}"
         return
-    name = f"autograder_migr_{uuid.uuid4().hex[:8]}"
-    try:
-        admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:
-        service_missing("PostgreSQL", exc)
-    yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with fresh_postgres_database("autograder_migr") as url:
+        yield url
 
 
 def tables(url: str) -> set[str]:

@@ -11,6 +11,7 @@ from app.config import Settings, get_settings
 from app.db import make_engine, make_session_factory
 from app.migrate import upgrade
 from graders.problemset.errors import ProblemSetInvalid
+from graders.problemset.loader import LoadedSet, load_problem_set
 
 
 def settings_or_exit() -> Settings:
@@ -43,3 +44,12 @@ def resolve_set_dir(name_or_path: str, settings: Settings) -> Path:
 def print_set_errors(exc: ProblemSetInvalid) -> None:
     for error in exc.errors:
         typer.secho(f"  error: {error}", fg="red", err=True)
+
+
+def load_set_or_exit(name_or_path: str, settings: Settings, *, exit_code: int) -> LoadedSet:
+    """Load a set by id or folder; on errors print every one and exit with ``exit_code``."""
+    try:
+        return load_problem_set(resolve_set_dir(name_or_path, settings))
+    except ProblemSetInvalid as exc:
+        print_set_errors(exc)
+        raise typer.Exit(exit_code) from exc

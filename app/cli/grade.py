@@ -8,11 +8,9 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from app.cli.common import print_set_errors, resolve_set_dir, settings_or_exit
+from app.cli.common import load_set_or_exit, settings_or_exit
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.grading import grade_payload
-from graders.problemset.errors import ProblemSetInvalid
-from graders.problemset.loader import load_problem_set
 from graders.problemset.schema import CodeProblem
 from graders.results import GradeResult
 
@@ -26,11 +24,7 @@ def grade(
 ) -> None:
     """Grade offline. Exit 0 on full marks, 1 otherwise, 2 on bad input."""
     settings = settings_or_exit()
-    try:
-        loaded = load_problem_set(resolve_set_dir(set_name, settings))
-    except ProblemSetInvalid as exc:
-        print_set_errors(exc)
-        raise typer.Exit(2) from exc
+    loaded = load_set_or_exit(set_name, settings, exit_code=2)
     spec = loaded.spec.problem(problem)
     if spec is None:
         _fail(f"no problem {problem!r}; the set has {[p.id for p in loaded.spec.problems]}")

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.cli.common import migrated_sessions, print_set_errors, resolve_set_dir, settings_or_exit
+from app.cli.common import load_set_or_exit, migrated_sessions, print_set_errors, settings_or_exit
 from app.problemsets import service
 from app.problemsets.service import ProblemSetRejected
 from app.worker.code_grader import LazyCodeGrader
@@ -107,11 +107,7 @@ def show(
 ) -> None:
     """Print the student view of a set or one problem (prompt, parts with ids and kinds)."""
     settings = settings_or_exit()
-    try:
-        loaded = load_problem_set(resolve_set_dir(set_name, settings))
-    except ProblemSetInvalid as exc:
-        print_set_errors(exc)
-        raise typer.Exit(1) from exc
+    loaded = load_set_or_exit(set_name, settings, exit_code=1)
     report = validate_set(loaded, code_grader=None)
     items = [p for p in loaded.spec.problems if problem is None or p.id == problem]
     if not items:

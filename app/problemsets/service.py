@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -154,10 +154,6 @@ def get_latest(session: Session, slug: str, *, include_hidden: bool = False) -> 
 def loaded_version(settings: Settings, version: ProblemSetVersion) -> LoadedSet:
     # The archive column is deferred: it is read from the database only when the worker's folder needs rebuilding.
     return load_version(settings.data_dir, version.content_hash, lambda: version.archive)
-
-
-def version_count(session: Session, problem_set_id: int) -> int:
-    return session.scalar(select(func.count()).where(ProblemSetVersion.problem_set_id == problem_set_id)) or 0
 
 
 def student_view(version: ProblemSetVersion, loaded: LoadedSet) -> dict[str, Any]:
