@@ -17,7 +17,7 @@ from pathlib import Path
 
 from graders.code.checks import load_checks
 from graders.code.runner import CodeGrader
-from graders.problemset.schema import CodeProblem
+from graders.model import CodeProblem
 from graders.results import Verdict
 from graders.sandbox.config import SandboxConfig
 

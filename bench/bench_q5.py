@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 
 from graders.code.checks import load_checks
+from graders.model import CodeProblem
 from graders.problemset.loader import load_problem_set
-from graders.problemset.schema import CodeProblem
 from graders.results import GradeResult
 
 SET_ROOT = Path(__file__).resolve().parents[1] / "problems" / "attention"

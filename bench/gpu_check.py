@@ -20,8 +20,8 @@ import torch
 from app.config import REPO_ROOT
 from graders.code.checks import load_checks
 from graders.code.runner import CodeGrader
+from graders.model import CodeProblem
 from graders.problemset.loader import load_problem_set
-from graders.problemset.schema import CodeProblem
 from graders.sandbox.config import SandboxConfig
 
 SET = REPO_ROOT / "problems" / "attention"

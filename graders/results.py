@@ -1,4 +1,7 @@
-"""The result structures every grader produces: one shape for the API, the CLI's --json and the database."""
+"""The result structures every grader produces: one shape for the API, the CLI's --json and the database.
+
+The bottom layer of graders/: it imports nothing else of the project (docs/architecture.md).
+"""
 
 from __future__ import annotations
 
@@ -98,6 +101,24 @@ class GradeResult:
             "message": self.message,
             "checks": [c.to_dict() for c in self.checks],
         }
+
+
+@dataclass(frozen=True)
+class PartResult:
+    """The grade of one answer part.
+
+    Attributes:
+        correct: True when the answer earns full credit.
+        score: credit as a fraction of the part's points, in [0, 1].
+        feedback: student-safe text; never gives the expected answer away.
+        normalized: the submitted answer as the grader understood it (e.g. "B", "8x8x128x32"), or None
+            when it could not be parsed.
+    """
+
+    correct: bool
+    score: float
+    feedback: str
+    normalized: str | None = None
 
 
 def verdict_from_checks(checks: list[CheckResult], *, pending_manual: bool = False) -> Verdict:

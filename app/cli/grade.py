@@ -9,9 +9,12 @@ from typing import Annotated, NoReturn
 import typer
 
 from app.cli.common import load_set_or_exit, settings_or_exit
+from app.errors import Invalid
+from app.submissions.intake import parse_answers_json, read_source_file
 from app.worker.code_grader import LazyCodeGrader
-from app.worker.grading import grade_payload
-from graders.problemset.schema import CodeProblem
+from graders.grade import check_payload, grade_submission
+from graders.kinds import Payload, PayloadInvalid, kind_of
+from graders.model import ProblemBase
 from graders.results import GradeResult
 
 
@@ -31,37 +34,27 @@ def grade(
     payload = _payload(spec, file, answers)
     grader = LazyCodeGrader(settings)
     try:
-        result = grade_payload(loaded, problem, payload, grader)
+        result = grade_submission(loaded, problem, payload, grader)
     finally:
         grader.close()
     _print(result, as_json)
     raise typer.Exit(0 if result.max_score > 0 and result.score >= result.max_score else 1)
 
 
-def _payload(spec: object, file: Path | None, answers: str | None) -> dict[str, object]:
-    if isinstance(spec, CodeProblem):
-        if file is None:
-            _fail(f"{spec.id} is a code problem: pass a .py file")
-        try:
-            return {"code": file.read_bytes().decode("utf-8")}
-        except OSError as exc:
-            _fail(f"cannot read {file}: {exc.strerror}")
-        except UnicodeDecodeError as exc:
-            _fail(f"{file} is not UTF-8 text (byte {exc.start})")
-    if answers is None:
-        _fail('pass --answers \'{"b1": "..."}\'')
+def _payload(problem: ProblemBase, file: Path | None, answers: str | None) -> Payload:
+    """The same checks as a submission through the API: one input path (app.submissions.intake)."""
     try:
-        parsed = json.loads(answers)
-    except json.JSONDecodeError as exc:
-        _fail(f"--answers is not valid JSON: {exc.msg}")
-    if not isinstance(parsed, dict) or not all(isinstance(v, str) for v in parsed.values()):
-        _fail("--answers must be a JSON object of strings")
-    from graders.answers.problem import answer_errors
-
-    errors = answer_errors(spec, parsed)  # type: ignore[arg-type]
-    if errors:
-        _fail("; ".join(errors))
-    return {"answers": parsed}
+        code = read_source_file(file) if file is not None else None
+        parsed = parse_answers_json(answers, field="--answers") if answers is not None else None
+        if kind_of(problem).takes == "code" and code is None:
+            _fail(f"{problem.id} is a code problem: pass a .py file")
+        if kind_of(problem).takes == "answers" and parsed is None:
+            _fail('pass --answers \'{"b1": "..."}\'')
+        return check_payload(problem, answers=parsed, code=code)
+    except Invalid as exc:
+        _fail(exc.message)
+    except PayloadInvalid as exc:
+        _fail(exc.message)
 
 
 def _fail(message: str) -> NoReturn:

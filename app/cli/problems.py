@@ -13,9 +13,9 @@ from app.cli.common import load_set_or_exit, migrated_sessions, print_set_errors
 from app.problemsets import service
 from app.problemsets.service import ProblemSetRejected
 from app.worker.code_grader import LazyCodeGrader
+from graders.grade import validate_set
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import load_problem_set
-from graders.problemset.validate import validate_set
 
 app = typer.Typer(help="Validate, load and inspect problem sets.", no_args_is_help=True)
 

@@ -10,6 +10,9 @@ from xml.etree import ElementTree as ET
 import httpx
 import typer
 
+from app.errors import Invalid
+from app.submissions.intake import parse_answers_json, read_source_file
+
 
 def submit(
     set_name: Annotated[str, typer.Option("--set", help="problem-set id on the server")],
@@ -27,16 +30,16 @@ def submit(
     if not token:
         _fail("pass --token or set AUTOGRADER_TOKEN")
     body: dict[str, Any] = {"problem_set": set_name, "problem": problem, "source": "ci"}
-    if file is not None:
-        try:
-            body["code"] = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            _fail(f"cannot read {file}: {exc}")
-    else:
-        try:
-            body["answers"] = json.loads(answers or "")
-        except json.JSONDecodeError:
-            _fail('pass a .py file or --answers \'{"b1": "..."}\'')
+    if file is None and answers is None:
+        _fail('pass a .py file or --answers \'{"b1": "..."}\'')
+    try:
+        # Read and decode as the server would (app.submissions.intake), so a bad file fails here, clearly.
+        if file is not None:
+            body["code"] = read_source_file(file)
+        if answers is not None:
+            body["answers"] = parse_answers_json(answers, field="--answers")
+    except Invalid as exc:
+        _fail(exc.message)
     headers = {"Authorization": f"Bearer {token}"}
     if idempotency_key:
         headers["Idempotency-Key"] = idempotency_key

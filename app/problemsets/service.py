@@ -15,11 +15,12 @@ from app.config import Settings
 from app.errors import Conflict, Invalid, NotFound
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.storage import load_version
+from graders.code.runner import CodeGraderLike
+from graders.grade import problem_view, validate_set
 from graders.problemset.archive import ArchiveLimits, pack_files, unpack_archive
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import LoadedSet, load_problem_set
-from graders.problemset.schema import ChoiceProblem, CodeProblem, FillInProblem, ManualProblem
-from graders.problemset.validate import CodeGraderLike, ValidationReport, validate_set
+from graders.problemset.validate import ValidationReport
 
 
 class ProblemSetRejected(Invalid):
@@ -168,32 +169,3 @@ def student_view(version: ProblemSetVersion, loaded: LoadedSet) -> dict[str, Any
         "due_at": spec.due_at.isoformat() if spec.due_at else None,
         "problems": [problem_view(p, loaded, points.get(p.id)) for p in spec.problems],
     }
-
-
-def problem_view(
-    problem: FillInProblem | ChoiceProblem | CodeProblem | ManualProblem, loaded: LoadedSet, points: float | None
-) -> dict[str, Any]:
-    view: dict[str, Any] = {
-        "id": problem.id,
-        "title": problem.title,
-        "kind": problem.kind,
-        "prompt": loaded.prompt(problem.id),
-        "points": points,
-        "rubric": [{"id": r.id, "points": r.points, "description": r.description} for r in problem.rubric],
-    }
-    if isinstance(problem, CodeProblem):
-        view["entrypoints"] = problem.entrypoints
-        view["gradable"] = problem.gradable
-        view["limits"] = problem.limits.model_dump()
-        view["parts"] = []
-    elif isinstance(problem, ManualProblem):
-        view["parts"] = [{"id": "b1", "kind": "essay", "points": 0.0}]
-    else:
-        view["parts"] = [
-            {"id": pid, "kind": spec.kind, "points": spec.points}
-            | ({"options": spec.options, "multi": spec.multi} if spec.kind == "choice" else {})
-            for pid, spec in zip(problem.part_ids(), problem.parts, strict=True)
-        ]
-        if isinstance(problem, ChoiceProblem):
-            view["options"] = problem.options
-    return view

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
-from graders.problemset.schema import ProblemSetSpec
+from graders.model import ProblemSetSpec
 
 DAY = timedelta(days=1)
 

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
-from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
 
 from app.deps import PrincipalDep, SessionDep, SettingsDep
-from app.errors import Invalid, UnsupportedMediaType
 from app.problemsets.service import loaded_version
 from app.submissions import service
+from app.submissions.intake import parse_api_body
 from app.submissions.models import Source
-from app.submissions.schemas import SubmissionCreate, SubmissionPublic, SubmissionSummary
-from app.submissions.views import submission_public, submission_summary
+from app.submissions.presenter import submission_public, submission_summary
+from app.submissions.schemas import SubmissionPublic, SubmissionSummary
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/submissions", tags=["submissions"])
@@ -47,47 +44,6 @@ _BODY_DOC: dict[str, Any] = {
 }
 
 
-async def _parse_body(request: Request) -> SubmissionCreate:
-    content_type = request.headers.get("content-type", "")
-    try:
-        if content_type.startswith("multipart/form-data"):
-            return await _parse_form(request)
-        if not content_type.startswith("application/json"):
-            # Also keeps cross-site "simple" requests (text/plain forms) from ever creating a submission.
-            raise UnsupportedMediaType("send application/json or multipart/form-data", field="content-type")
-        return SubmissionCreate.model_validate_json(await request.body())
-    except ValidationError as exc:
-        raise Invalid(_first_error(exc), field=".".join(str(x) for x in exc.errors()[0]["loc"])) from exc
-
-
-async def _parse_form(request: Request) -> SubmissionCreate:
-    form = await request.form()
-    data: dict[str, Any] = {k: v for k, v in form.items() if isinstance(v, str) and k != "answers"}
-    upload = form.get("file")
-    if isinstance(upload, UploadFile):
-        raw = await upload.read()
-        try:
-            data["code"] = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise Invalid(
-                f"{upload.filename or 'the file'} is not UTF-8 text (byte {exc.start}); save it as UTF-8",
-                field="file",
-            ) from exc
-    answers = form.get("answers")
-    if isinstance(answers, str):
-        try:
-            data["answers"] = json.loads(answers)
-        except json.JSONDecodeError as exc:
-            raise Invalid(f"answers is not valid JSON: {exc.msg}", field="answers") from exc
-    return SubmissionCreate.model_validate(data)
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(x) for x in err["loc"]) or "body"
-    return f"{where}: {err['msg']}"
-
-
 @router.post("", status_code=202, response_model=SubmissionPublic, openapi_extra=_BODY_DOC)
 async def create_submission(
     request: Request,
@@ -103,7 +59,7 @@ async def create_submission(
     or after N seconds with the current status. A repeated ``Idempotency-Key`` returns the first submission.
     """
     principal.require("submit")
-    body = await _parse_body(request)
+    body = await parse_api_body(request)
     source = Source(body.source) if body.source else (Source.CI if principal.via_token else Source.API)
     user = principal.user
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -18,8 +17,8 @@ from app.problemsets.service import get_latest, loaded_version
 from app.submissions.lateness import is_closed
 from app.submissions.models import Source, Status, Submission
 from app.users.models import User
-from graders.answers.problem import answer_errors
-from graders.problemset.schema import CodeProblem
+from graders.grade import check_payload
+from graders.kinds import PayloadInvalid, kind_of
 
 
 def create(
@@ -55,7 +54,10 @@ def create(
     problem = spec.problem(problem_id)
     if problem is None:
         raise Invalid(f"unknown problem {problem_id!r} in set {problem_set!r}", field="problem")
-    payload = _payload(problem, answers, code)
+    try:
+        payload = check_payload(problem, answers=answers, code=code)
+    except PayloadInvalid as exc:
+        raise Invalid(exc.message, field=exc.field) from exc
     attempt = 1 + (
         session.scalar(
             select(func.count())
@@ -73,7 +75,7 @@ def create(
         user_id=user.id,
         problem_set_version_id=version.id,
         problem_id=problem_id,
-        kind="code" if code is not None else "answers",
+        kind=kind_of(problem).takes,
         payload=payload,
         source=source,
         attempt=attempt,
@@ -93,23 +95,6 @@ def create(
                 return winner, False
         raise
     return submission, True
-
-
-def _payload(problem: Any, answers: dict[str, str] | None, code: str | None) -> dict[str, Any]:
-    if isinstance(problem, CodeProblem):
-        if code is None:
-            raise Invalid(f"problem {problem.id!r} is a code problem: send 'code' (or upload a .py file)", field="code")
-        if not problem.gradable:
-            raise Invalid(f"problem {problem.id!r} does not accept submissions yet", field="problem")
-        if len(code.encode()) > problem.limits.source_kb * 1024:
-            raise Invalid(f"source is larger than {problem.limits.source_kb} KiB", field="code")
-        return {"code": code}
-    if answers is None:
-        raise Invalid(f"problem {problem.id!r} takes 'answers': a map from part id to text", field="answers")
-    errors = answer_errors(problem, answers)
-    if errors:
-        raise Invalid("; ".join(errors), field="answers")
-    return {"answers": answers}
 
 
 def _replay(

@@ -7,8 +7,8 @@ from fastapi.responses import RedirectResponse
 
 from app.users.service import authenticate
 from app.web.deps import CheckedForm, MaybeUser, WebSession, rotate_csrf
+from app.web.page_route import WebRoute
 from app.web.rendering import render
-from app.web.routing import WebRoute
 
 router = APIRouter(route_class=WebRoute)
 

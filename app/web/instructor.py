@@ -13,10 +13,10 @@ from app.errors import Invalid
 from app.gradebook import service as gradebook
 from app.gradebook.stats import set_stats
 from app.problemsets import service as sets
-from app.web import views
+from app.web import page_context
 from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings
+from app.web.page_route import WebRoute
 from app.web.rendering import render
-from app.web.routing import WebRoute
 
 router = APIRouter(route_class=WebRoute)
 
@@ -131,6 +131,6 @@ def _submission_with_error(
     feedback: str,
     message: str,
 ) -> Response:
-    page = views.submission_page(session, settings, user=user, submission_id=submission_id)
+    page = page_context.submission_page(session, settings, user=user, submission_id=submission_id)
     typed = {"manual_score": raw, "feedback": feedback}
     return render(request, "submission.html", 422, math=True, page=page, manual_error=message, manual_typed=typed)

@@ -9,16 +9,16 @@ from starlette.datastructures import FormData
 
 from app.config import Settings
 from app.errors import Invalid
-from app.problemsets.service import get_latest, loaded_version, problem_view
+from app.problemsets.service import get_latest, loaded_version
 from app.submissions import service as submissions
+from app.submissions.intake import ANSWER_PREFIX, web_form_input
 from app.submissions.models import Source
-from app.submissions.views import submission_summary
+from app.submissions.presenter import submission_summary
 from app.users.models import User
-from app.web import views
+from app.web import page_context
 from app.web.deps import CheckedForm, WebSession, WebSettings, WebUser
-from app.web.forms import ANSWER_PREFIX, answers_from_form, code_from_form
+from app.web.page_route import WebRoute
 from app.web.rendering import render
-from app.web.routing import WebRoute
 
 router = APIRouter(route_class=WebRoute)
 
@@ -26,13 +26,13 @@ router = APIRouter(route_class=WebRoute)
 @router.get("/")
 def index(request: Request, user: WebUser, session: WebSession) -> Response:
     """The sets you can see, with your progress."""
-    return render(request, "index.html", cards=views.set_cards(session, user=user))
+    return render(request, "index.html", cards=page_context.set_cards(session, user=user))
 
 
 @router.get("/sets/{slug}")
 def set_page(request: Request, slug: str, user: WebUser, session: WebSession, settings: WebSettings) -> Response:
     """A set's problems with their prompts and answer forms."""
-    return render(request, "set.html", math=True, **views.set_page(session, settings, user=user, slug=slug))
+    return render(request, "set.html", math=True, **page_context.set_page(session, settings, user=user, slug=slug))
 
 
 @router.post("/sets/{slug}/problems/{problem_id}")
@@ -53,7 +53,7 @@ def submit(
         # Back to the set page with the message next to this problem and the answers as they were typed.
         typed = {k.removeprefix(ANSWER_PREFIX): form.getlist(k) for k in form if k.startswith(ANSWER_PREFIX)}
         code = form.get("code")
-        context = views.set_page(session, settings, user=user, slug=slug)
+        context = page_context.set_page(session, settings, user=user, slug=slug)
         return render(request, "set.html", 422, math=True, error_problem=problem_id, error=exc.message, typed=typed,
                       typed_code=code if isinstance(code, str) else "", **context)  # fmt: skip
     request.app.state.dispatch(sub_id)
@@ -66,11 +66,7 @@ def _store(session: Session, settings: Settings, form: FormData, *, user: User, 
     problem = loaded.spec.problem(problem_id)
     if problem is None:
         raise Invalid(f"This set has no problem {problem_id!r}.", field="problem")
-    answers = code = None
-    if problem.kind == "code":
-        code = code_from_form(form)
-    else:
-        answers = answers_from_form(form, problem_view(problem, loaded, None)["parts"])
+    answers, code = web_form_input(form, problem)
     # create() commits, so the worker woken next finds the row.
     sub, _ = submissions.create(
         session,
@@ -90,7 +86,7 @@ def submission_page(
     request: Request, submission_id: int, user: WebUser, session: WebSession, settings: WebSettings
 ) -> Response:
     """Status (refreshing while it is graded), score, per-check results, feedback and the explanation."""
-    page = views.submission_page(session, settings, user=user, submission_id=submission_id)
+    page = page_context.submission_page(session, settings, user=user, submission_id=submission_id)
     refresh = 2 if page.sub.status in ("queued", "running") else None
     return render(request, "submission.html", math=True, page=page, refresh=refresh)
 

@@ -8,8 +8,8 @@ from typing import Literal
 
 from app.config import Settings
 from graders.code.checks import CheckSpec
-from graders.problemset.schema import CodeProblem
-from graders.problemset.validate import CodeGraderLike
+from graders.code.runner import CodeGraderLike
+from graders.model import CodeProblem
 from graders.results import GradeResult
 
 log = logging.getLogger(__name__)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from functools import lru_cache
-from pathlib import Path
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -16,35 +14,13 @@ from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import loaded_version
 from app.submissions.lateness import late_penalty
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
-from graders.answers.problem import grade_answers
-from graders.code.checks import CheckSpec, load_checks
+from graders.code.runner import CodeGraderLike
+from graders.grade import grade_submission
 from graders.problemset.loader import LoadedSet
-from graders.problemset.schema import CodeProblem
-from graders.problemset.validate import CodeGraderLike
 from graders.results import GradeResult, Verdict
 
 log = logging.getLogger(__name__)
 GRADER_VERSION = "1"
-
-
-@lru_cache(maxsize=128)
-def _checks_for(path: str) -> list[CheckSpec]:
-    # The path lies in an unpacked version folder named by its content hash, so it never changes underneath us.
-    return load_checks(Path(path))
-
-
-def grade_payload(
-    loaded: LoadedSet, problem_id: str, payload: dict[str, object], code_grader: Callable[[], CodeGraderLike]
-) -> GradeResult:
-    """Grade a submission's payload against a loaded set (shared by workers and the offline CLI)."""
-    problem = loaded.spec.problem(problem_id)
-    if problem is None:
-        raise LookupError(f"problem {problem_id!r} is not in set {loaded.spec.id!r}")
-    if isinstance(problem, CodeProblem):
-        checks = _checks_for(str(loaded.root / problem.checks))
-        return code_grader().grade(source=str(payload["code"]), problem=problem, checks=checks)
-    answers = payload.get("answers")
-    return grade_answers(problem, answers if isinstance(answers, dict) else {})
 
 
 class GradingJob:
@@ -70,7 +46,7 @@ class GradingJob:
             if claimed is None:
                 return
             loaded, problem_id, payload, penalty = claimed
-            result = grade_payload(loaded, problem_id, payload, self.code_grader)
+            result = grade_submission(loaded, problem_id, payload, self.code_grader)
             self._record(submission_id, worker, result, penalty)
         except Exception as exc:
             log.exception("internal error grading submission %s", submission_id)

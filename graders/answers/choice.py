@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 
 from graders.answers.normalize import fold_width, precheck, right, wrong
-from graders.answers.result import PartResult
 from graders.answers.specs import ChoiceSpec
+from graders.results import PartResult
 
 # Wrappers and trailing marks around labels: "(B)", "（B）", "[A, C]", "B.", "B、", "【B】".
 _DECORATION = re.compile(r"[()\[\]{}.。:：]")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from graders.answers.normalize import NO_ANSWER
-from graders.answers.result import PartResult
 from graders.answers.specs import EssaySpec
+from graders.results import PartResult
 
 
 def grade_essay(submitted: str, spec: EssaySpec) -> PartResult:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from graders.answers.normalize import fold_width, precheck, quote, right, wrong
-from graders.answers.result import PartResult
 from graders.answers.specs import IdentifierSpec
+from graders.results import PartResult
 
 _NAME = r"[^\W\d]\w*"
 _DOTTED = re.compile(rf"{_NAME}(?:\s*\.\s*{_NAME})*")

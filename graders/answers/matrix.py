@@ -12,9 +12,9 @@ import re
 
 from graders.answers.expr_errors import ExprEvalError, ExprSyntaxError, ExprTooBig
 from graders.answers.normalize import fold_width, precheck, quote, right, wrong
-from graders.answers.result import PartResult
 from graders.answers.safe_expr import evaluate, parse_expression
 from graders.answers.specs import MatrixSpec
+from graders.results import PartResult
 
 MAX_ENTRIES = 4096
 _OPEN, _CLOSE = "([", ")]"
@@ -174,7 +174,7 @@ def grade_matrix(submitted: str, spec: MatrixSpec) -> PartResult:
         Full credit or none. Feedback may name the expected shape and how many entries are off, never their values;
         ``normalized`` is the parsed matrix, e.g. ``"[[1, 2], [3, 4]]"``.
     """
-    rejected = precheck(submitted, limit=20000)
+    rejected = precheck(submitted)
     if rejected is not None:
         return rejected
     expected, expected_shape = _expected(spec)

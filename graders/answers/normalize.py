@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from graders.answers.result import PartResult
+from graders.results import PartResult
 
 NO_ANSWER = "no answer given"
-# Longest answer any grader reads; longer input is refused before parsing so nothing scales with it.
-MAX_ANSWER_CHARS = 2000
+# The one limit on an answer's length: a submission with a longer part is refused (422) before it is stored, and
+# a grader never parses more, so nothing scales with it. Some kinds parse less (a choice label, a shape).
+MAX_ANSWER_CHARS = 10_000
 
 # Trailing sentence punctuation students add out of habit ("位置编码。", "softmax.").
 _TRAILING_PUNCT = "。.,，;；、"

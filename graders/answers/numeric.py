@@ -8,9 +8,9 @@ import re
 from graders.answers.expr_errors import ExprEvalError, ExprSyntaxError, ExprTooBig
 from graders.answers.mathtext import superscripts_to_powers
 from graders.answers.normalize import fold_width, precheck, quote, right, strip_trailing_punct, wrong
-from graders.answers.result import PartResult
 from graders.answers.safe_expr import evaluate, parse_expression
 from graders.answers.specs import NumericSpec
+from graders.results import PartResult
 
 # 1,048,576 or 1,048,576.5: commas only count as thousands separators in groups of exactly three digits.
 _THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])")

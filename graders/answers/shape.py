@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from graders.answers.normalize import fold_width, precheck, quote, right, strip_trailing_punct, wrong
-from graders.answers.result import PartResult
 from graders.answers.specs import ShapeSpec
+from graders.results import PartResult
 
 # Dimension separators: × x X * , and whitespace (after the width fold, so ，and ＊ are covered too).
 _SEPARATORS = re.compile(r"\s*[×xX*,]\s*|\s+")

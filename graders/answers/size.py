@@ -10,8 +10,8 @@ import re
 from fractions import Fraction
 
 from graders.answers.normalize import fold_width, precheck, quote, right, strip_trailing_punct, wrong
-from graders.answers.result import PartResult
 from graders.answers.specs import SizeSpec
+from graders.results import PartResult
 
 _UNITS: dict[str, int] = {
     "": 1, "b": 1, "byte": 1, "bytes": 1, "字节": 1,

@@ -1,20 +1,26 @@
 """The answer-part specifications a problem set's YAML can declare, one pydantic model per matcher kind.
 
-Each part of a fill-in problem is one of these (discriminated by ``kind``). Graders in this package are pure
-functions ``(submitted: str, spec) -> PartResult``.
+Each part of a fill-in problem is one of these (discriminated by ``kind``, looked up in ``registry.ANSWER_KINDS``).
+Graders in this package are pure functions ``(submitted: str, spec) -> PartResult``.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from graders.answers.expr_errors import ExprError
+from graders.answers.safe_expr import parse_expression
 
-class _Spec(BaseModel):
+
+class AnswerSpec(BaseModel):
+    """What every answer part declares; each kind's spec adds ``kind: Literal[...]`` and its own fields."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    kind: str  # each kind narrows it to its Literal name
     points: float = Field(default=1.0, ge=0)
     # Realistic answers the part must accept / reject; validated when the set is loaded (the fill-in "mutant gate").
     accept: list[str] = Field(default_factory=list)
@@ -23,7 +29,7 @@ class _Spec(BaseModel):
     explanation: str | None = None
 
 
-class TextSpec(_Spec):
+class TextSpec(AnswerSpec):
     kind: Literal["text"]
     answers: list[str] = Field(default_factory=list, description="accepted aliases, compared after normalisation")
     case_sensitive: bool = False
@@ -48,7 +54,7 @@ class TextSpec(_Spec):
         return self
 
 
-class ChoiceSpec(_Spec):
+class ChoiceSpec(AnswerSpec):
     kind: Literal["choice"]
     options: list[str] = Field(min_length=2, description="option labels, e.g. [A, B, C, D]")
     answer: list[str] = Field(min_length=1, description="the correct labels")
@@ -66,7 +72,7 @@ class ChoiceSpec(_Spec):
         return self
 
 
-class NumericSpec(_Spec):
+class NumericSpec(AnswerSpec):
     kind: Literal["numeric"]
     answer: float
     rtol: float = Field(default=1e-3, ge=0)
@@ -74,25 +80,25 @@ class NumericSpec(_Spec):
     sig_figs: int | None = Field(default=None, ge=1, description="compare to this many significant figures")
 
 
-class MatrixSpec(_Spec):
+class MatrixSpec(AnswerSpec):
     kind: Literal["matrix"]
     answer: list[list[float]] | list[float]
     rtol: float = Field(default=1e-3, ge=0)
     atol: float = Field(default=1e-4, ge=0)
 
 
-class ShapeSpec(_Spec):
+class ShapeSpec(AnswerSpec):
     kind: Literal["shape"]
     answer: list[int] = Field(min_length=1)
 
 
-class SizeSpec(_Spec):
+class SizeSpec(AnswerSpec):
     kind: Literal["size"]
     answer_bytes: int = Field(ge=0)
     rtol: float = Field(default=0.0, ge=0)
 
 
-class SymbolicSpec(_Spec):
+class SymbolicSpec(AnswerSpec):
     kind: Literal["symbolic"]
     answer: str = Field(description="the expected expression, plain or LaTeX, e.g. sqrt(d_k)")
     symbols: list[str] = Field(default_factory=list, description="variable names students may use, e.g. [d_k]")
@@ -100,10 +106,6 @@ class SymbolicSpec(_Spec):
     @model_validator(mode="after")
     def _answer_parses(self) -> SymbolicSpec:
         # The grader parses the answer the same way; a broken one is refused at load, not at the first submission.
-        # Imported here, not at the top, so this schema module never joins an import cycle with the graders.
-        from graders.answers.expr_errors import ExprError
-        from graders.answers.safe_expr import parse_expression
-
         try:
             parse_expression(self.answer, self.symbols)
         except ExprError as err:
@@ -113,22 +115,14 @@ class SymbolicSpec(_Spec):
         return self
 
 
-class IdentifierSpec(_Spec):
+class IdentifierSpec(AnswerSpec):
     kind: Literal["identifier"]
     answer: str
     accept_call_forms: bool = Field(default=False, description="also accept generate() and model.generate")
 
 
-class EssaySpec(_Spec):
+class EssaySpec(AnswerSpec):
     """Free text scored by an instructor against the problem's rubric; auto score 0."""
 
     kind: Literal["essay"]
     points: float = 0.0
-
-
-PartSpec = Annotated[
-    TextSpec | ChoiceSpec | NumericSpec | MatrixSpec | ShapeSpec | SizeSpec | SymbolicSpec | IdentifierSpec | EssaySpec,
-    Field(discriminator="kind"),
-]
-
-AUTO_KINDS = ("text", "choice", "numeric", "matrix", "shape", "size", "symbolic", "identifier")

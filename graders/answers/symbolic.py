@@ -20,9 +20,9 @@ from typing import Literal
 from graders.answers import symbolic_pool
 from graders.answers.expr_errors import ExprError, ExprSyntaxError, UnknownName
 from graders.answers.normalize import precheck, quote, right, wrong
-from graders.answers.result import PartResult
 from graders.answers.safe_expr import MAX_CHARS, AmbiguousName, evaluate, parse_expression
 from graders.answers.specs import SymbolicSpec
+from graders.results import PartResult
 
 N_POINTS = 5
 POINT_RANGE = (0.5, 3.0)

@@ -6,8 +6,8 @@ import re
 from functools import lru_cache
 
 from graders.answers.normalize import normalize_text, precheck, right, wrong
-from graders.answers.result import PartResult
 from graders.answers.specs import TextSpec
+from graders.results import PartResult
 
 
 @lru_cache(maxsize=256)

@@ -5,17 +5,24 @@ from __future__ import annotations
 import contextlib
 import logging
 from pathlib import Path
+from typing import Protocol
 
 from graders.code import verdicts
 from graders.code.checks import CheckSpec, load_checks
-from graders.code.session import grade_in_slot
-from graders.problemset.schema import CodeProblem
+from graders.code.slot_grading import grade_in_slot
+from graders.model import CodeProblem
 from graders.results import GradeResult, Verdict
 from graders.sandbox.config import SandboxConfig
 from graders.sandbox.errors import SandboxError
 from graders.sandbox.pool import SlotPool
 
 log = logging.getLogger(__name__)
+
+
+class CodeGraderLike(Protocol):
+    """What grades a code submission: the sandboxed CodeGrader, or a test's in-process stand-in."""
+
+    def grade(self, *, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult: ...
 
 
 class CodeGrader:

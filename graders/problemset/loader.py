@@ -10,25 +10,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from graders.model import CodeProblem, ProblemSetSpec
 from graders.problemset.errors import ProblemSetInvalid, SetError
-from graders.problemset.schema import CodeProblem, ProblemSetSpec
 
 SET_FILE = "problemset.yaml"
 _SKIP_PARTS = {"__pycache__", ".git", ".DS_Store"}
-_KIND_TAGS = {
-    "fill_in",
-    "choice",
-    "code",
-    "manual",
-    "text",
-    "numeric",
-    "matrix",
-    "shape",
-    "size",
-    "symbolic",
-    "identifier",
-    "essay",
-}
 
 
 @dataclass
@@ -71,7 +57,7 @@ def content_hash(files: dict[str, bytes]) -> str:
 
 
 def format_loc(loc: tuple[Any, ...], data: Any) -> str:
-    """('problems', 2, 'fill_in', 'parts', 0, 'answer') -> 'problems[2] (q3).parts[0].answer'."""
+    """('problems', 2, 'parts', 0, 'answer') -> 'problems[2] (q3).parts[0].answer'."""
     out, node = "", data
     for i, item in enumerate(loc):
         if isinstance(item, int):
@@ -79,8 +65,6 @@ def format_loc(loc: tuple[Any, ...], data: Any) -> str:
             node = node[item] if isinstance(node, list) and item < len(node) else None
             if isinstance(node, dict) and "id" in node and loc[i - 1] == "problems":
                 out += f" ({node['id']})"
-        elif item in _KIND_TAGS and i > 0 and isinstance(loc[i - 1], int):
-            continue  # the discriminator tag pydantic inserts; the kind is already in the data
         else:
             out += f".{item}" if out else str(item)
             node = node.get(item) if isinstance(node, dict) else None

@@ -13,20 +13,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal
 
 from graders.code.checks import CheckSpec, load_checks
-from graders.results import CATEGORIES, GradeResult, Verdict
-
-if TYPE_CHECKING:
-    from graders.problemset.schema import CodeProblem
+from graders.code.runner import CodeGraderLike
+from graders.model import CodeProblem
+from graders.results import CATEGORIES, Verdict
 
 _CAUGHT_BY = re.compile(r"^#\s*caught-by:\s*(.+?)\s*$", re.MULTILINE)
 FileKind = Literal["solution", "mutant"]
-
-
-class GraderLike(Protocol):
-    def grade(self, *, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult: ...
 
 
 @dataclass(frozen=True)
@@ -115,7 +110,7 @@ def expected_categories(source: str) -> list[str]:
 
 
 def grade_file(
-    grader: GraderLike, problem: CodeProblem, checks: list[CheckSpec], path: Path, kind: FileKind
+    grader: CodeGraderLike, problem: CodeProblem, checks: list[CheckSpec], path: Path, kind: FileKind
 ) -> FileRow:
     source = path.read_text(encoding="utf-8")
     start = time.perf_counter()
@@ -210,7 +205,7 @@ def _files(set_root: Path, folder: str) -> list[Path]:
 
 
 def run_mutant_gate(
-    problem: CodeProblem, set_root: Path, grader: GraderLike, progress: Callable[[str], None] | None = None
+    problem: CodeProblem, set_root: Path, grader: CodeGraderLike, progress: Callable[[str], None] | None = None
 ) -> GateReport:
     """Grade every file in the problem's solutions and mutants folders and judge the matrix.
 

@@ -1,21 +1,21 @@
-"""Validate a loaded set before students see it: answer accept/reject cases, and the code mutant gate."""
+"""The pieces of validating a set before students see it: the report, answer accept/reject cases, the code gate.
+
+graders.grade.validate_set asks each problem's kind (graders.kinds) to run the pieces that apply to it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from graders.answers import grade_part
-from graders.code.checks import CheckSpec, load_checks
+from graders.code.checks import load_checks
+from graders.code.runner import CodeGraderLike
+from graders.model import ChoiceProblem, CodeProblem, FillInProblem
 from graders.problemset.errors import SetError
 from graders.problemset.loader import SET_FILE, LoadedSet
-from graders.problemset.schema import ChoiceProblem, CodeProblem, FillInProblem
-from graders.results import GradeResult
-
-
-class CodeGraderLike(Protocol):
-    def grade(self, *, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult: ...
+from graders.problemset.mutant_gate import run_mutant_gate
 
 
 @dataclass
@@ -52,26 +52,8 @@ class ValidationReport:
         return "\n".join(lines)
 
 
-def validate_set(
-    loaded: LoadedSet, *, code_grader: CodeGraderLike | None, progress: Callable[[str], None] | None = None
-) -> ValidationReport:
-    """Check every accept/reject case and (with a grader) run every code problem's solutions and mutants."""
-    report = ValidationReport()
-    for index, problem in enumerate(loaded.spec.problems):
-        where = f"problems[{index}] ({problem.id})"
-        rubric = sum(item.points for item in problem.rubric)
-        if isinstance(problem, FillInProblem | ChoiceProblem):
-            report.points[problem.id] = sum(p.points for p in problem.parts) + rubric
-            _check_cases(problem, where, report)
-        elif isinstance(problem, CodeProblem):
-            _validate_code(loaded, problem, where, code_grader, report, progress)
-            report.points[problem.id] = report.points.get(problem.id, 0.0) + rubric
-        else:
-            report.points[problem.id] = rubric
-    return report
-
-
-def _check_cases(problem: FillInProblem | ChoiceProblem, where: str, report: ValidationReport) -> None:
+def check_answer_cases(problem: FillInProblem | ChoiceProblem, where: str, report: ValidationReport) -> None:
+    """Every part's ``accept:`` cases must be accepted and its ``reject:`` cases rejected."""
     for part_id, spec in zip(problem.part_ids(), problem.parts, strict=True):
         for expected, cases in ((True, spec.accept), (False, spec.reject)):
             for case in cases:
@@ -86,7 +68,7 @@ def _check_cases(problem: FillInProblem | ChoiceProblem, where: str, report: Val
                     )
 
 
-def _validate_code(
+def validate_code(
     loaded: LoadedSet,
     problem: CodeProblem,
     where: str,
@@ -94,6 +76,7 @@ def _validate_code(
     report: ValidationReport,
     progress: Callable[[str], None] | None,
 ) -> None:
+    """Import the checks, count their points and (with a grader) run the mutant gate."""
     if not problem.gradable:
         report.notes.append(f"{problem.id}: not gradable yet (no checks); students see it but cannot submit")
         return
@@ -109,8 +92,6 @@ def _validate_code(
     if grader is None:
         report.notes.append(f"{problem.id}: mutant gate not run (no code grader)")
         return
-    from graders.problemset.mutant_gate import run_mutant_gate
-
     try:
         gate = run_mutant_gate(problem, loaded.root, grader, progress)
     except Exception as exc:  # the sandbox could not run (no bubblewrap, no privileges): say so, store nothing

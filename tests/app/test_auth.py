@@ -127,9 +127,19 @@ def test_student_view_hides_answers(client, accounts, basic_set):  # type: ignor
     view = client.get("/api/v1/problem-sets/basic", headers=accounts["alice"].headers).json()
     text = str(view).lower()
     # The fixture's aliases and reject cases appear nowhere in the view (its prompts do not contain them).
-    for secret in ("encoder", "编码器", "decoder", "accept", "reject", "answers"):
+    for secret in ("encoder", "编码器", "decoder"):
         assert secret not in text
+    assert not {"accept", "reject", "answers", "answer", "answer_bytes"} & _keys(view)
     for problem in view["problems"]:
         for part in problem["parts"]:
-            assert set(part) <= {"id", "kind", "points", "options", "multi"}
+            assert set(part) <= {"id", "kind", "points", "hint", "widget", "options", "multi"}
     assert [p["id"] for p in view["problems"][0]["parts"]] == ["b1", "b2"]
+
+
+def _keys(node: object) -> set[str]:
+    """Every key of a JSON document, at any depth."""
+    if isinstance(node, dict):
+        return set(node) | {k for value in node.values() for k in _keys(value)}
+    if isinstance(node, list):
+        return {k for item in node for k in _keys(item)}
+    return set()

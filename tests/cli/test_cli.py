@@ -82,7 +82,7 @@ def test_show_student_view_json(run) -> None:  # type: ignore[no-untyped-def]
     view = json.loads(result.output)
     assert view["id"] == "q3" and view["prompt"]
     assert [p["id"] for p in view["parts"]] == ["b1", "b2", "b3", "b4", "b5"]
-    assert all(set(p) <= {"id", "kind", "points", "options", "multi"} for p in view["parts"])
+    assert all(set(p) <= {"id", "kind", "points", "hint", "widget", "options", "multi"} for p in view["parts"])
 
 
 def test_users_and_tokens(run) -> None:  # type: ignore[no-untyped-def]

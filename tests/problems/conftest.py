@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from graders.answers import grade_part
-from graders.answers.specs import AUTO_KINDS, PartSpec
-from graders.problemset.schema import ChoiceProblem, FillInProblem, ProblemSetSpec
+from graders.answers.registry import ANSWER_KINDS, PartSpec
+from graders.model import ChoiceProblem, FillInProblem, ProblemSetSpec
 
 # (problem id, part id, student answer, expected correct)
 Case = tuple[str, str, str, bool]
@@ -102,6 +102,6 @@ def uncovered_auto_parts(problem_set: ProblemSetSpec, cases: list[Case]) -> list
     missing = []
     for problem_id, part_id, spec in _parts(problem_set):
         outcomes = {expected for p, b, _, expected in cases if (p, b) == (problem_id, part_id)}
-        if spec.kind in AUTO_KINDS and outcomes != {True, False}:
+        if ANSWER_KINDS[spec.kind].auto and outcomes != {True, False}:
             missing.append(f"{problem_id}.{part_id}")
     return missing

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graders.answers import grade_part
-from graders.problemset.schema import CodeProblem, FillInProblem, ManualProblem
+from graders.model import CodeProblem, FillInProblem, ManualProblem
 from tests.problems.conftest import Case, check_set_files, failing_yaml_examples, part_spec, uncovered_auto_parts
 
 SET_ID = "attention"

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from graders.model import CodeProblem
 from graders.problemset.loader import load_problem_set
 from graders.problemset.mutant_gate import GateReport, expected_categories, run_mutant_gate
-from graders.problemset.schema import CodeProblem
 
 runner = pytest.importorskip("graders.code.runner", reason="the sandboxed CodeGrader has not landed yet")
 

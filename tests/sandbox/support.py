@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from graders.code.checks import CheckSpec, load_checks
-from graders.problemset.schema import CodeProblem
+from graders.model import CodeProblem
 from graders.sandbox.config import SandboxConfig
 
 HERE = Path(__file__).resolve().parent

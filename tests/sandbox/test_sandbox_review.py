@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.code import session
+from graders.code import slot_grading
 from graders.results import Verdict
 from graders.sandbox import cgroups, uids, zygote
 from graders.sandbox.errors import SandboxError
@@ -184,7 +184,7 @@ def test_feedback_is_capped_centrally(grader):
 
     spec = CheckSpec("chatty", chatty, 1.0, "answer", Visibility.HIDDEN, 10.0, "")
     result = grader.grade(source=support.GOOD_SOURCE, problem=support.problem(), checks=[spec])
-    assert len(result.checks[0].feedback) <= session.FEEDBACK_CHARS
+    assert len(result.checks[0].feedback) <= slot_grading.FEEDBACK_CHARS
 
 
 EMPTY_GRADS = """

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from graders.answers.specs import PartSpec, SymbolicSpec, TextSpec
+from graders.answers.registry import PartSpec
+from graders.answers.specs import SymbolicSpec, TextSpec
 
 PART = TypeAdapter(PartSpec)
 

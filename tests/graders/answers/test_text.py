@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from graders.answers.normalize import MAX_ANSWER_CHARS
 from graders.answers.specs import TextSpec
 from graders.answers.text import grade_text
 
@@ -78,5 +79,5 @@ def test_keywords(answer: str, ok: bool) -> None:
 
 
 def test_too_long_input() -> None:
-    result = grade_text("a" * 10_000, PE)
+    result = grade_text("a" * (MAX_ANSWER_CHARS + 1), PE)
     assert not result.correct and "too long" in result.feedback

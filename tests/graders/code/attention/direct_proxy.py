@@ -25,7 +25,7 @@ from graders.code.checks import CheckFailed, CheckSpec, Ref, StudentError, Timin
 from graders.results import CheckResult, GradeResult, verdict_from_checks
 
 if TYPE_CHECKING:
-    from graders.problemset.schema import CodeProblem
+    from graders.model import CodeProblem
 
 
 class DirectProxy:

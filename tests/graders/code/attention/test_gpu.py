@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from graders.code.checks import load_checks
+from graders.model import CodeProblem
 from graders.problemset.loader import load_problem_set
-from graders.problemset.schema import CodeProblem
 from tests.conftest import REPO
 
 pytestmark = [

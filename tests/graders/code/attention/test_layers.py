@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from graders.code.attention.equivariance_test import layer_checks
 from graders.code.attention.layers import LAYERS, define_layers, layers_source
+from graders.code.attention.student_test_judge import layer_checks
 from graders.code.checks import CheckFailed, StudentError
 from tests.graders.code.attention.direct_proxy import DirectProxy
 

@@ -1,4 +1,7 @@
-"""pydantic models of problemset.yaml. Validation errors name the path inside the file and what was expected."""
+"""The problem-set model: pydantic types of problemset.yaml. Errors name the path inside the file and what was expected.
+
+This layer sits above graders.answers (a fill-in part is an answer spec) and below everything that grades.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,10 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
 
-from graders.answers.specs import ChoiceSpec, PartSpec
+from graders.answers.registry import PartSpec, kind_name, table_union
+from graders.answers.specs import ChoiceSpec
 
 ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
 
@@ -38,15 +42,22 @@ class RubricItem(_Model):
     description: str
 
 
-class _Problem(_Model):
+class ProblemBase(_Model):
+    """What every problem declares; each kind's model adds ``kind: Literal[...]`` and its own fields."""
+
+    kind: str  # each kind narrows it to its Literal name
     id: str = Field(pattern=ID_PATTERN)
     title: str
     prompt: RelPath = Field(description="a Markdown file under prompts/")
     explanation: RelPath | None = Field(default=None, description="Markdown shown after grading, when the set allows")
     rubric: list[RubricItem] = Field(default_factory=list, description="items an instructor scores by hand")
 
+    def part_ids(self) -> list[str]:
+        """The ids of the answer parts a submission fills in (none for code problems)."""
+        return []
 
-class FillInProblem(_Problem):
+
+class FillInProblem(ProblemBase):
     kind: Literal["fill_in"]
     parts: list[PartSpec] = Field(min_length=1)
 
@@ -54,7 +65,7 @@ class FillInProblem(_Problem):
         return [f"b{i}" for i in range(1, len(self.parts) + 1)]
 
 
-class ChoiceProblem(_Problem):
+class ChoiceProblem(ProblemBase):
     """A choice question; it has one part, b1."""
 
     kind: Literal["choice"]
@@ -99,7 +110,7 @@ class CodeLimits(_Model):
     source_kb: int = Field(default=256, ge=1, le=4096, description="largest accepted upload")
 
 
-class CodeProblem(_Problem):
+class CodeProblem(ProblemBase):
     kind: Literal["code"]
     entrypoints: list[str] = Field(min_length=1, description="function names the student must define")
     checks: RelPath = Field(description="a Python file under checks/")
@@ -123,7 +134,7 @@ class CodeProblem(_Problem):
         return self.mutants or f"mutants/{self.id}"
 
 
-class ManualProblem(_Problem):
+class ManualProblem(ProblemBase):
     """Free-text answer (part b1) scored by an instructor against the rubric."""
 
     kind: Literal["manual"]
@@ -138,7 +149,23 @@ class ManualProblem(_Problem):
         return ["b1"]
 
 
-Problem = Annotated[FillInProblem | ChoiceProblem | CodeProblem | ManualProblem, Field(discriminator="kind")]
+# Problem kind -> its model. graders.kinds gives each kind its behaviour; a kind defined outside this module
+# registers its model here (register_problem_model) so that problemset.yaml can use it.
+PROBLEM_MODELS: dict[str, type[ProblemBase]] = {}
+
+
+def register_problem_model(model: type[ProblemBase]) -> type[ProblemBase]:
+    name = kind_name(model)
+    if name in PROBLEM_MODELS and PROBLEM_MODELS[name] is not model:
+        raise ValueError(f"problem kind {name!r} is already registered")
+    PROBLEM_MODELS[name] = model
+    return model
+
+
+for _model in (FillInProblem, ChoiceProblem, CodeProblem, ManualProblem):
+    register_problem_model(_model)
+
+Problem = Annotated[SerializeAsAny[ProblemBase], table_union(PROBLEM_MODELS, "problem")]
 
 
 class ProblemSetSpec(_Model):
@@ -166,5 +193,5 @@ class ProblemSetSpec(_Model):
             raise ValueError(f"duplicate problem ids: {dup}")
         return self
 
-    def problem(self, problem_id: str) -> FillInProblem | ChoiceProblem | CodeProblem | ManualProblem | None:
+    def problem(self, problem_id: str) -> ProblemBase | None:
         return next((p for p in self.problems if p.id == problem_id), None)

@@ -13,8 +13,8 @@ from app.gradebook import service as gradebook
 from app.problemsets import service as sets
 from app.submissions import service as submissions
 from app.submissions.models import Status, Submission
+from app.submissions.presenter import submission_public
 from app.submissions.schemas import SubmissionPublic
-from app.submissions.views import submission_public
 from app.users.models import User
 
 

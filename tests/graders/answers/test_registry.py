@@ -1,4 +1,4 @@
-"""grade_part and the GRADERS table, plus properties every grader must have."""
+"""grade_part and the table of answer kinds, plus properties every grader must have."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from pydantic import TypeAdapter
 
 from graders.answers import grade_part
-from graders.answers.dispatch import GRADERS
-from graders.answers.specs import AUTO_KINDS, EssaySpec, PartSpec
+from graders.answers.registry import ANSWER_KINDS, PartSpec
+from graders.answers.specs import AnswerSpec, EssaySpec
 
 SPECS = [
     {"kind": "text", "answers": ["softmax"]},
@@ -46,8 +46,10 @@ GARBAGE = [
 ]
 
 
-def test_every_kind_has_a_grader() -> None:
-    assert set(GRADERS) == {*AUTO_KINDS, "essay"}
+def test_every_kind_is_tested_here_and_named_by_its_spec() -> None:
+    assert set(ANSWER_KINDS) == {s["kind"] for s in SPECS}
+    for name, kind in ANSWER_KINDS.items():
+        assert kind.name == name and issubclass(kind.spec, AnswerSpec)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s["kind"] for s in SPECS])

@@ -13,7 +13,7 @@ from graders.code import verdicts
 from graders.code.checks import CheckFailed, CheckSpec, StudentError
 from graders.code.proxy import BadReturnValue, CheckBudgetExceeded, CheckUsageError, SandboxProxy
 from graders.code.sanitise import sanitise
-from graders.problemset.schema import CodeProblem
+from graders.model import CodeProblem
 from graders.results import CheckResult, GradeResult, Verdict, Visibility
 from graders.sandbox import codec
 from graders.sandbox.config import RunLimits, SandboxConfig

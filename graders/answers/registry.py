@@ -1,0 +1,176 @@
+"""The table of answer kinds: for each kind of blank, its spec model, its grader and how a student sees it.
+
+A kind's name is read off its spec's ``kind: Literal[...]`` field, so the list of kinds is never written out by
+hand. Everything that needs "which answer kinds exist" (the problem-set parser, the validator, the student view,
+the answer form's hints) asks this table.
+
+Adding an answer kind (README, "Adding an answer kind"): write ``graders/answers/<kind>.py`` with its spec (a
+subclass of ``AnswerSpec``) and its grader, register it at the bottom of this file, and add its tests.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, PlainValidator, SerializeAsAny
+from pydantic_core import PydanticCustomError
+
+from graders.answers.choice import grade_choice
+from graders.answers.essay import grade_essay
+from graders.answers.identifier import grade_identifier
+from graders.answers.matrix import grade_matrix
+from graders.answers.numeric import grade_numeric
+from graders.answers.shape import grade_shape
+from graders.answers.size import grade_size
+from graders.answers.specs import (
+    AnswerSpec,
+    ChoiceSpec,
+    EssaySpec,
+    IdentifierSpec,
+    MatrixSpec,
+    NumericSpec,
+    ShapeSpec,
+    SizeSpec,
+    SymbolicSpec,
+    TextSpec,
+)
+from graders.answers.symbolic import grade_symbolic
+from graders.answers.text import grade_text
+from graders.results import PartResult
+
+# How the answer form shows a blank: a one-line input, a box for a matrix, a long text box, or option buttons.
+Widget = Literal["line", "matrix", "essay", "options"]
+
+
+@dataclass(frozen=True)
+class AnswerKind:
+    """One kind of blank.
+
+    Attributes:
+        spec: the pydantic model of the part in problemset.yaml; its ``kind`` literal names the kind.
+        grade: the pure grader ``(submitted, spec) -> PartResult``.
+        hint: the format hint shown next to the blank, or a function of the spec giving it.
+        widget: how the answer form shows the blank.
+        auto: False for kinds scored by hand (essays): stored, scored 0 automatically, awaiting a rubric grade.
+        view: extra fields of the student view for a part of this kind (never the answer).
+    """
+
+    spec: type[AnswerSpec]
+    grade: Callable[[str, Any], PartResult]
+    hint: str | Callable[[Any], str]
+    widget: Widget = "line"
+    auto: bool = True
+    view: Callable[[Any], dict[str, Any]] = field(default=lambda spec: {})
+
+    @property
+    def name(self) -> str:
+        return kind_name(self.spec)
+
+    def hint_for(self, spec: AnswerSpec) -> str:
+        return self.hint(spec) if callable(self.hint) else self.hint
+
+
+ANSWER_KINDS: dict[str, AnswerKind] = {}
+
+
+def kind_name(spec: type[BaseModel]) -> str:
+    """The literal of a model's ``kind`` field: ``TextSpec`` -> ``"text"``, ``CodeProblem`` -> ``"code"``."""
+    annotation = spec.model_fields["kind"].annotation
+    names = typing.get_args(annotation)
+    if typing.get_origin(annotation) is not Literal or len(names) != 1:
+        raise TypeError(f"{spec.__name__}.kind must be a Literal of one name, e.g. kind: Literal['text']")
+    return str(names[0])
+
+
+def register_answer_kind(kind: AnswerKind) -> AnswerKind:
+    """Add a kind to the table (refusing a name that is taken); returns it."""
+    if kind.name in ANSWER_KINDS:
+        raise ValueError(f"answer kind {kind.name!r} is already registered")
+    ANSWER_KINDS[kind.name] = kind
+    return kind
+
+
+def answer_kind(name: str) -> AnswerKind:
+    return ANSWER_KINDS[name]
+
+
+def grade_part(submitted: str, spec: AnswerSpec) -> PartResult:
+    """Grade one answer part with the grader its kind registered.
+
+    Args:
+        submitted: the student's raw text.
+        spec: the part's specification from the problem set.
+
+    Returns:
+        The part's result; never raises for bad student input.
+    """
+    return ANSWER_KINDS[kind_name(type(spec))].grade(submitted, spec)
+
+
+def table_union(table: Mapping[str, type[BaseModel]], noun: str) -> Any:
+    """A pydantic type that validates a mapping with the model its ``kind`` names in ``table``.
+
+    The union is looked up at validation time, so a kind registered later is known too, and pydantic keeps the
+    location of errors raised inside the model (``parts[0].answer``). SerializeAsAny dumps each value with its own
+    model's fields, not only the base class's.
+    """
+
+    def validate(value: Any) -> BaseModel:
+        if isinstance(value, BaseModel):
+            return value
+        if not isinstance(value, dict):
+            raise PydanticCustomError("kind_type", "expected a mapping with a kind")
+        kind = value.get("kind")
+        if not isinstance(kind, str) or kind not in table:
+            raise PydanticCustomError(
+                "kind_unknown",
+                "unknown {noun} kind '{kind}'; expected one of {kinds}",
+                {"noun": noun, "kind": str(kind), "kinds": ", ".join(sorted(table))},
+            )
+        return table[kind].model_validate(value)
+
+    return PlainValidator(validate)
+
+
+class _AnswerSpecTable(Mapping[str, type[BaseModel]]):
+    """ANSWER_KINDS seen as kind -> spec model, for table_union."""
+
+    def __getitem__(self, name: str) -> type[BaseModel]:
+        return ANSWER_KINDS[name].spec
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(ANSWER_KINDS)
+
+    def __len__(self) -> int:
+        return len(ANSWER_KINDS)
+
+
+# The type of a fill-in problem's parts in the problem-set model.
+PartSpec = Annotated[SerializeAsAny[AnswerSpec], table_union(_AnswerSpecTable(), "answer")]
+
+
+def _choice_hint(spec: ChoiceSpec) -> str:
+    return "choose all that apply" if spec.multi else "choose one"
+
+
+for _kind in (
+    AnswerKind(TextSpec, grade_text, "word or phrase"),
+    AnswerKind(
+        ChoiceSpec,
+        grade_choice,
+        _choice_hint,
+        widget="options",
+        view=lambda spec: {"options": spec.options, "multi": spec.multi},
+    ),
+    AnswerKind(NumericSpec, grade_numeric, "number, e.g. 0.5 or 2^5"),
+    AnswerKind(MatrixSpec, grade_matrix, "matrix, e.g. [[1, 2], [3, 4]]", widget="matrix"),
+    AnswerKind(ShapeSpec, grade_shape, "shape, e.g. (B, T, d)"),
+    AnswerKind(SizeSpec, grade_size, "size with unit, e.g. 4 MB"),
+    AnswerKind(SymbolicSpec, grade_symbolic, "expression, e.g. sqrt(d_k)"),
+    AnswerKind(IdentifierSpec, grade_identifier, "name"),
+    AnswerKind(EssaySpec, grade_essay, "written answer", widget="essay", auto=False),
+):
+    register_answer_kind(_kind)

@@ -1,0 +1,67 @@
+"""The one entry point of grading: grade a submission's payload, check a submission's input, validate a set, and
+build the student view of a problem. The app's workers, its services and the offline CLI all come here; each
+function asks the problem's kind (graders.kinds) what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from graders.code.runner import CodeGraderLike
+from graders.kinds import GradeContext, Payload, ValidateContext, kind_of
+from graders.model import ProblemBase
+from graders.problemset.loader import LoadedSet
+from graders.problemset.validate import ValidationReport
+from graders.results import GradeResult
+
+
+def grade_submission(
+    loaded: LoadedSet, problem_id: str, payload: Payload, code_grader: Callable[[], CodeGraderLike]
+) -> GradeResult:
+    """Grade a stored payload against a loaded set.
+
+    Args:
+        loaded: the set version the submission was made to.
+        problem_id: the problem's id in that set.
+        payload: what ``check_payload`` built when the submission was stored.
+        code_grader: returns the code grader, built on first use (answer-only grading never starts a sandbox).
+
+    Returns:
+        The GradeResult. Raises LookupError for an unknown problem, SandboxError when the sandbox itself failed.
+    """
+    problem = loaded.spec.problem(problem_id)
+    if problem is None:
+        raise LookupError(f"problem {problem_id!r} is not in set {loaded.spec.id!r}")
+    return kind_of(problem).grade(problem, payload, GradeContext(root=loaded.root, code_grader=code_grader))
+
+
+def check_payload(problem: ProblemBase, *, answers: dict[str, str] | None, code: str | None) -> Payload:
+    """The payload to store for a submission's input; raises PayloadInvalid naming the field that is wrong."""
+    return kind_of(problem).payload(problem, answers=answers, code=code)
+
+
+def validate_set(
+    loaded: LoadedSet, *, code_grader: CodeGraderLike | None, progress: Callable[[str], None] | None = None
+) -> ValidationReport:
+    """Check every accept/reject case and (with a grader) run every code problem's solutions and mutants."""
+    report = ValidationReport()
+    for index, problem in enumerate(loaded.spec.problems):
+        where = f"problems[{index}] ({problem.id})"
+        kind_of(problem).validate(problem, ValidateContext(loaded, where, report, code_grader, progress))
+    return report
+
+
+def problem_view(problem: ProblemBase, loaded: LoadedSet, points: float | None) -> dict[str, Any]:
+    """What a student may see of a problem: prompt, parts with their kinds and hints, points, rubric."""
+    kind = kind_of(problem)
+    return {
+        "id": problem.id,
+        "title": problem.title,
+        "kind": problem.kind,
+        "takes": kind.takes,
+        "prompt": loaded.prompt(problem.id),
+        "points": points,
+        "rubric": [{"id": r.id, "points": r.points, "description": r.description} for r in problem.rubric],
+        **kind.view(problem),
+    }

@@ -1,0 +1,86 @@
+"""ProblemKind: what one kind of problem says about itself. The service, the CLI, the pages and the validator ask
+the kind instead of branching on ``problem.kind``.
+
+A kind names its model (the pydantic type in problemset.yaml) and says:
+- ``takes``: what a submission carries, ``answers`` (part id -> text) or ``code`` (a Python file); it is the
+  payload's key and decides which answer form the page shows;
+- ``payload``: checks a submission's input and builds the payload that is stored and later graded;
+- ``grade``: grades a stored payload;
+- ``validate``: what must hold before students see the set (answer cases, the mutant gate) and how many points
+  the problem is worth;
+- ``view``: the kind's own fields of the student view (never answers, checks, solutions or mutants).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from graders.answers.registry import kind_name
+from graders.code.runner import CodeGraderLike
+from graders.model import ProblemBase
+from graders.problemset.loader import LoadedSet
+from graders.problemset.validate import ValidationReport
+from graders.results import GradeResult
+
+Payload = dict[str, Any]
+Takes = Literal["answers", "code"]
+
+
+class PayloadInvalid(ValueError):
+    """A submission's input does not fit its problem; ``field`` names the input that is wrong."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.message, self.field = message, field
+
+
+@dataclass(frozen=True)
+class GradeContext:
+    """What grading needs besides the payload: the set's folder and a code grader built on first use."""
+
+    root: Path
+    code_grader: Callable[[], CodeGraderLike]
+
+
+@dataclass(frozen=True)
+class ValidateContext:
+    """What validating one problem needs: the set, where the problem is in the YAML, and the report to fill."""
+
+    loaded: LoadedSet
+    where: str
+    report: ValidationReport
+    code_grader: CodeGraderLike | None
+    progress: Callable[[str], None] | None
+
+
+class ProblemKind(ABC):
+    model: ClassVar[type[ProblemBase]]
+    takes: ClassVar[Takes]
+
+    @property
+    def name(self) -> str:
+        return kind_name(self.model)
+
+    @abstractmethod
+    def payload(self, problem: Any, *, answers: dict[str, str] | None, code: str | None) -> Payload:
+        """The payload to store for this input; raises PayloadInvalid naming the field."""
+
+    @abstractmethod
+    def grade(self, problem: Any, payload: Payload, ctx: GradeContext) -> GradeResult:
+        """Grade a stored payload. Raises only for internal failures (the caller retries; never scored 0)."""
+
+    @abstractmethod
+    def validate(self, problem: Any, ctx: ValidateContext) -> None:
+        """Add this problem's points, errors and notes to ``ctx.report``."""
+
+    def view(self, problem: Any) -> dict[str, Any]:
+        """The kind's own fields of the student view."""
+        return {"parts": []}
+
+
+def rubric_points(problem: ProblemBase) -> float:
+    return sum(item.points for item in problem.rubric)
