@@ -32,6 +32,7 @@ worker: $(STAMP) sandbox-deps
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-logo
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -1,0 +1,1 @@
+"""Gradebook: best scores per student and problem, CSV export, statistics, regrades and manual grades."""

@@ -1,0 +1,66 @@
+"""The import-linter contracts in pyproject.toml hold, and they would catch an upward import or a cycle.
+
+`make test` runs lint-imports on the real tree; these tests run it on a copy with one bad import added, so a
+contract that was loosened until it checks nothing fails here.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _copy_tree(tmp_path: Path) -> Path:
+    for package in ("app", "graders"):
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__", "static"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-logo", "--no-cache", "--config", str(root / "pyproject.toml")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+
+
+def _append(path: Path, line: str) -> None:
+    path.write_text(path.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
+
+
+def test_contracts_hold_on_the_tree(tmp_path: Path) -> None:
+    result = _lint(_copy_tree(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "bad_import", "contract"),
+    [
+        ("graders/results.py", "import app.config  # noqa", "graders/ never imports app/"),
+        ("graders/answers/specs.py", "import graders.model  # noqa", "graders/ is layered"),
+        ("graders/model.py", "import graders.code.runner  # noqa", "graders/ is layered"),
+        ("graders/code/runner.py", "import graders.problemset.validate  # noqa", "graders/ is layered"),
+        ("graders/sandbox/wire.py", "import graders.results  # noqa", "graders.sandbox (bound into the jail)"),
+        ("app/submissions/service.py", "import app.web.page_context  # noqa", "app's domain services"),
+    ],
+)
+def test_contracts_catch_an_upward_import(tmp_path: Path, module: str, bad_import: str, contract: str) -> None:
+    root = _copy_tree(tmp_path)
+    _append(root / module, bad_import)
+    result = _lint(root)
+    assert result.returncode != 0
+    broken = [line for line in result.stdout.splitlines() if line.endswith("BROKEN")]
+    assert any(line.startswith(contract) for line in broken), result.stdout
