@@ -13,7 +13,7 @@ from app.config import Settings
 from app.db import session_scope
 from app.errors import Forbidden, Unauthorized
 from app.users.models import User
-from app.users.service import user_for_token
+from app.users.service import cookie_user, user_for_token
 
 
 def get_settings_dep(request: Request) -> Settings:
@@ -23,6 +23,9 @@ def get_settings_dep(request: Request) -> Settings:
 
 def get_session(request: Request) -> Iterator[Session]:
     with session_scope(request.app.state.session_factory) as session:
+        # Kept on the request so a page's WebRoute can roll back when it turns a domain error into an error page:
+        # the exception never reaches this generator then, and it would commit whatever was half done.
+        request.state.db = session
         yield session
 
 
@@ -69,16 +72,15 @@ def _authenticate(request: Request, session: Session) -> Principal:
         found = user_for_token(session, value.strip())
         if found is None:
             raise Unauthorized("invalid, expired or revoked token")
-        user, token = found
-        return Principal(user, set(token.scopes), via_token=True)
-    user_id = request.session.get("user_id")
-    cookie_user = session.get(User, user_id) if isinstance(user_id, int) else None
-    if cookie_user is None or not cookie_user.is_active:
+        token_user, token = found
+        return Principal(token_user, set(token.scopes), via_token=True)
+    user = cookie_user(session, request.session)
+    if user is None:
         raise Unauthorized("log in (POST /api/v1/auth/login) or send an API token")
     if request.method in _UNSAFE:
         _check_origin(request)
-    scopes = {"submit", "read"} | ({"instructor"} if cookie_user.is_staff else set())
-    return Principal(cookie_user, scopes, via_token=False)
+    scopes = {"submit", "read"} | ({"instructor"} if user.is_staff else set())
+    return Principal(user, scopes, via_token=False)
 
 
 def _check_origin(request: Request) -> None:

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from app.deps import InstructorUser, PrincipalDep, SessionDep, SettingsDep
 from app.errors import Invalid, NotFound
 from app.problemsets import service
-from app.problemsets.schemas import ProblemSetSummary, UploadResult, VersionPublic
+from app.problemsets.schemas import ProblemSetSummary, ProblemSetView, ProblemView, UploadResult, VersionPublic
 
 router = APIRouter(prefix="/problem-sets", tags=["problem sets"])
 
@@ -31,7 +31,7 @@ def list_problem_sets(principal: PrincipalDep, session: SessionDep) -> list[Prob
     ]
 
 
-@router.get("/{slug}")
+@router.get("/{slug}", response_model=ProblemSetView, response_model_exclude_unset=True)
 def get_problem_set(slug: str, principal: PrincipalDep, session: SessionDep, settings: SettingsDep) -> dict[str, Any]:
     """The student view of a set: prompts, parts and points; never answers, checks, solutions or mutants."""
     principal.require("read")
@@ -39,7 +39,7 @@ def get_problem_set(slug: str, principal: PrincipalDep, session: SessionDep, set
     return service.student_view(version, service.loaded_version(settings, version))
 
 
-@router.get("/{slug}/problems/{problem_id}")
+@router.get("/{slug}/problems/{problem_id}", response_model=ProblemView, response_model_exclude_unset=True)
 def get_problem(
     slug: str, problem_id: str, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
 ) -> dict[str, Any]:

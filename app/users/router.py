@@ -15,11 +15,9 @@ router = APIRouter(tags=["auth"])
 @router.post("/auth/login", response_model=UserPublic)
 def login(body: LoginRequest, request: Request, session: SessionDep) -> UserPublic:
     """Check email and password; on success set the session cookie."""
-    user = service.authenticate(session, email=body.email, password=body.password)
+    user = service.log_in(session, request.session, email=body.email, password=body.password)
     if user is None:
         raise Unauthorized("wrong email or password")
-    request.session.clear()
-    request.session["user_id"] = user.id
     return UserPublic.model_validate(user)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, MutableMapping
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -38,6 +40,25 @@ def authenticate(session: Session, *, email: str, password: str) -> User | None:
     user = session.scalar(select(User).where(User.email == email.strip().lower()))
     ok = verify_password(password, user.password_hash if user else None)
     return user if ok and user is not None and user.is_active else None
+
+
+def log_in(session: Session, cookie: MutableMapping[str, Any], *, email: str, password: str) -> User | None:
+    """Check the password; on success start a fresh cookie session for the user (both the API and the pages).
+
+    Nothing set before the login carries over into the new session (session fixation).
+    """
+    user = authenticate(session, email=email, password=password) if email and password else None
+    if user is not None:
+        cookie.clear()
+        cookie["user_id"] = user.id
+    return user
+
+
+def cookie_user(session: Session, cookie: Mapping[str, Any]) -> User | None:
+    """The active user a cookie session belongs to, or None."""
+    user_id = cookie.get("user_id")
+    user = session.get(User, user_id) if isinstance(user_id, int) else None
+    return user if user is not None and user.is_active else None
 
 
 def create_token(

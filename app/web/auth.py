@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
-from app.users.service import authenticate
+from app.users.service import log_in
 from app.web.deps import CheckedForm, MaybeUser, WebSession, rotate_csrf
 from app.web.page_route import WebRoute
 from app.web.rendering import render
@@ -33,13 +33,10 @@ def login(request: Request, form: CheckedForm, session: WebSession) -> Response:
     """Check the password; on success start a fresh session and go on to the page asked for."""
     email, password = str(form.get("email") or ""), str(form.get("password") or "")
     target = _safe_next(form.get("next"))
-    user = authenticate(session, email=email, password=password) if email and password else None
+    user = log_in(session, request.session, email=email, password=password)
     if user is None:
         return render(request, "login.html", 400, next=target, email=email, error="Wrong email or password.")
-    # A new session (and CSRF token) at login, so nothing set before it carries over.
-    request.session.clear()
-    request.session["user_id"] = user.id
-    rotate_csrf(request)
+    rotate_csrf(request)  # a new CSRF token with the new session
     return RedirectResponse(target, status_code=303)
 
 

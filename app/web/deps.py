@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
-from app.config import Settings
-from app.db import session_scope
+from app.deps import SessionDep, SettingsDep
 from app.errors import DomainError, Forbidden
 from app.users.models import User
+from app.users.service import cookie_user
 
 CSRF_FIELD = "csrf_token"
 _CSRF_KEY = "csrf"
@@ -27,29 +25,16 @@ class CsrfFailed(DomainError):
     status_code = 403
 
 
-def get_web_session(request: Request) -> Iterator[Session]:
-    with session_scope(request.app.state.session_factory) as session:
-        # Kept on the request so WebRoute can roll back when it turns a domain error into an error page: the
-        # exception never reaches this generator then, and it would commit whatever was half done.
-        request.state.db = session
-        yield session
-
-
-def get_web_settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
-
-
-WebSession = Annotated[Session, Depends(get_web_session)]
-WebSettings = Annotated[Settings, Depends(get_web_settings)]
+# The pages use the API's session and settings dependencies (app/deps.py); only who is logged in differs: a page
+# without a login redirects to /login instead of answering 401.
+WebSession = SessionDep
+WebSettings = SettingsDep
 
 
 def optional_user(request: Request, session: WebSession) -> User | None:
-    user_id = request.session.get("user_id")
-    user = session.get(User, user_id) if isinstance(user_id, int) else None
-    if user is None or not user.is_active:
-        return None
-    request.state.user = user  # for the navigation bar of error pages
+    user = cookie_user(session, request.session)
+    if user is not None:
+        request.state.user = user  # for the navigation bar of error pages
     return user
 
 

@@ -143,3 +143,16 @@ def _keys(node: object) -> set[str]:
     if isinstance(node, list):
         return {k for item in node for k in _keys(item)}
     return set()
+
+
+def test_student_view_keeps_its_shape_and_is_documented(client, accounts, basic_set):  # type: ignore[no-untyped-def]
+    view = client.get("/api/v1/problem-sets/basic", headers=accounts["alice"].headers).json()
+    t1, t2 = view["problems"][0], view["problems"][1]
+    assert set(t1) == {"id", "title", "kind", "takes", "prompt", "points", "rubric", "parts"}
+    assert t1["parts"][1] == {"id": "b2", "kind": "numeric", "points": 2.0, "hint": "number, e.g. 0.5 or 2^5",
+                              "widget": "line"}  # fmt: skip
+    assert t2["options"] == {"A": "one", "B": "two", "C": "three"} and t2["parts"][0]["multi"] is False
+    assert view["due_at"] is None  # present, even when empty
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    assert {"ProblemSetView", "ProblemView", "PartView"} <= set(schemas)
+    assert "hint" in schemas["PartView"]["properties"] and "takes" in schemas["ProblemView"]["properties"]

@@ -15,11 +15,10 @@ from typing import Any
 
 import pytest
 
+from graders.code.runner import CodeGrader
 from graders.model import CodeProblem
 from graders.problemset.loader import load_problem_set
 from graders.problemset.mutant_gate import GateReport, expected_categories, run_mutant_gate
-
-runner = pytest.importorskip("graders.code.runner", reason="the sandboxed CodeGrader has not landed yet")
 
 SET_ROOT = Path(__file__).resolve().parents[2] / "problems" / "attention"
 
@@ -83,7 +82,7 @@ def gates() -> Iterator[dict[str, GateReport]]:
     from graders.sandbox.config import SandboxConfig
 
     spec = load_problem_set(SET_ROOT).spec
-    with runner.CodeGrader(SandboxConfig(mode="bwrap", slots=1)) as grader:
+    with CodeGrader(SandboxConfig(mode="bwrap", slots=1)) as grader:
         reports: dict[str, GateReport] = {}
         for problem_id in INTENDED:
             problem = spec.problem(problem_id)
