@@ -49,8 +49,10 @@ class _Worker:
     def _read(self, timeout: float) -> str | None:
         stdout = self.process.stdout
         assert stdout is not None
-        ready, _, _ = select.select([stdout], [], [], timeout)
-        if not ready:
+        # poll, not select: select() fails outright once this process holds fd numbers above 1023 (a busy server).
+        poller = select.poll()
+        poller.register(stdout, select.POLLIN)
+        if not poller.poll(max(0.0, timeout) * 1000):
             return None
         try:
             reply = json.loads(stdout.readline(1024))
