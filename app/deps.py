@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -31,6 +31,13 @@ def get_session(request: Request) -> Iterator[Session]:
 
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SessionDep = Annotated[Session, Depends(get_session)]
+
+# Row ids are INTEGER columns (32-bit on PostgreSQL): a larger number in a path or a query is a 422 naming the
+# parameter, never an OverflowError or "integer out of range" (a 500) from the database driver.
+MAX_ROW_ID = 2**31 - 1
+RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID)]
+RowIdQuery = Annotated[int | None, Query(ge=1, le=MAX_ROW_ID)]
+Offset = Annotated[int, Query(ge=0, le=MAX_ROW_ID)]
 
 
 class Principal:

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from app.deps import PrincipalDep, SessionDep, SettingsDep
+from app.deps import Offset, PrincipalDep, RowId, RowIdQuery, SessionDep, SettingsDep
 from app.problemsets.service import loaded_version
 from app.submissions import service
 from app.submissions.intake import parse_api_body
@@ -115,7 +115,7 @@ def _read(request: Request, sub_id: int, principal: Any) -> tuple[SubmissionPubl
 
 @router.get("/{submission_id}", response_model=SubmissionPublic)
 def get_submission(
-    submission_id: int, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
+    submission_id: RowId, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
 ) -> SubmissionPublic:
     """A submission: status, score, and per-check results filtered by visibility. Others' submissions are 404."""
     principal.require("read")
@@ -130,9 +130,9 @@ def list_submissions(
     session: SessionDep,
     problem_set: str | None = None,
     problem: str | None = None,
-    user_id: int | None = None,
+    user_id: RowIdQuery = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> list[SubmissionSummary]:
     """Students see their own submissions; instructors see everyone's (filter with user_id)."""
     principal.require("read")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from app.deps import CurrentUser, SessionDep, SessionUser
+from app.deps import CurrentUser, RowId, SessionDep, SessionUser
 from app.errors import Unauthorized
 from app.users import service
 from app.users.schemas import LoginRequest, TokenCreate, TokenCreated, TokenPublic, UserPublic
@@ -50,7 +50,7 @@ def list_tokens(user: SessionUser, session: SessionDep) -> list[TokenPublic]:
 
 
 @router.delete("/tokens/{token_id}", response_model=TokenPublic)
-def revoke_token(token_id: int, user: SessionUser, session: SessionDep) -> TokenPublic:
+def revoke_token(token_id: RowId, user: SessionUser, session: SessionDep) -> TokenPublic:
     """Revoke one of your tokens; it stops working at once."""
     token = service.revoke_token(session, user=user, token_id=token_id)
     session.commit()

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 from starlette.datastructures import UploadFile
 
+from app.deps import RowId
 from app.errors import Invalid
 from app.gradebook import service as gradebook
 from app.gradebook.stats import set_stats
@@ -87,7 +88,7 @@ def gradebook_page(request: Request, slug: str, user: WebInstructor, session: We
 
 @router.post("/submissions/{submission_id}/regrade")
 def regrade(
-    request: Request, submission_id: int, form: CheckedForm, user: WebInstructor, session: WebSession
+    request: Request, submission_id: RowId, form: CheckedForm, user: WebInstructor, session: WebSession
 ) -> Response:
     """Requeue the submission and go back to its page, which refreshes until the new grade is in."""
     gradebook.regrade(session, submission_id=submission_id)
@@ -98,7 +99,7 @@ def regrade(
 @router.post("/submissions/{submission_id}/manual-grade")
 def manual_grade(
     request: Request,
-    submission_id: int,
+    submission_id: RowId,
     form: CheckedForm,
     user: WebInstructor,
     session: WebSession,
@@ -126,7 +127,7 @@ def _submission_with_error(
     session: WebSession,
     settings: WebSettings,
     user: WebInstructor,
-    submission_id: int,
+    submission_id: RowId,
     raw: str,
     feedback: str,
     message: str,

@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
 from app.config import Settings
+from app.deps import RowId
 from app.errors import Invalid
 from app.problemsets.service import get_latest, loaded_version
 from app.submissions import service as submissions
@@ -83,7 +84,7 @@ def _store(session: Session, settings: Settings, form: FormData, *, user: User, 
 
 @router.get("/submissions/{submission_id}")
 def submission_page(
-    request: Request, submission_id: int, user: WebUser, session: WebSession, settings: WebSettings
+    request: Request, submission_id: RowId, user: WebUser, session: WebSession, settings: WebSettings
 ) -> Response:
     """Status (refreshing while it is graded), score, per-check results, feedback and the explanation."""
     page = page_context.submission_page(session, settings, user=user, submission_id=submission_id)
