@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.problemsets.models import ProblemSetVersion
-from app.submissions.models import Grade, Submission
+from app.submissions.models import Grade, Submission, round_score
 from app.users.models import Role, User
 
 EPS = 1e-9
@@ -46,7 +46,7 @@ def load_attempts(session: Session, problem_set_id: int, *, user_id: int | None 
             Submission.problem_id,
             Submission.attempt,
             Submission.status,
-            Grade.auto_score,
+            Grade.final_score,  # NULL without a grade row (the outer join)
             Grade.manual_score,
             Grade.max_score,
         )
@@ -65,7 +65,7 @@ def load_attempts(session: Session, problem_set_id: int, *, user_id: int | None 
             problem_id=r.problem_id,
             attempt=r.attempt,
             status=r.status,
-            final_score=None if r.auto_score is None else round(r.auto_score + (r.manual_score or 0.0), 6),
+            final_score=None if r.final_score is None else round_score(r.final_score),
             max_score=r.max_score,
             manual_score=r.manual_score,
         )

@@ -15,7 +15,9 @@ class ProblemColumn(BaseModel):
 
 
 class GradeCell(BaseModel):
-    best_score: float | None = Field(description="best final score (auto + manual) over graded attempts; null if none")
+    best_score: float | None = Field(
+        description="best final score (auto + manual, less the late penalty) over graded attempts; null if none"
+    )
     max_score: float
     attempts: int = Field(description="every submission to this problem, graded or not")
     pending: int = Field(default=0, description="attempts still waiting for a grade")

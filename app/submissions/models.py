@@ -4,10 +4,24 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    ColumnElement,
+    Float,
+    ForeignKey,
+    Integer,
+    SQLColumnExpression,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.ext.hybrid import hybrid_property
 from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.sql.operators import ColumnOperators
 
 from app.db import Base, UTCDateTime, utcnow
 
@@ -78,6 +92,26 @@ class CheckResultRow(Base):
     submission: Mapped[Submission] = relationship(back_populates="checks")
 
 
+# Any SQL operand of the score formula: a column, or an expression over columns.
+_Sql = SQLColumnExpression[float | None]
+
+
+@overload
+def final_score_of(auto: float, manual: float | None, late_penalty: float) -> float: ...
+@overload
+def final_score_of(auto: _Sql, manual: _Sql, late_penalty: _Sql) -> ColumnElement[float]: ...
+def final_score_of(auto: Any, manual: Any, late_penalty: Any) -> Any:
+    """The final score, on numbers or on SQL columns alike: (auto + manual) x (1 - late penalty), unrounded."""
+    # No manual score yet counts 0: coalesce in SQL, where NULL would otherwise make the whole sum NULL.
+    manual = func.coalesce(manual, 0.0) if isinstance(manual, ColumnOperators) else manual or 0.0
+    return (auto + manual) * (1.0 - late_penalty)
+
+
+def round_score(score: float) -> float:
+    """Scores to 6 places, rounded in Python: PostgreSQL has no round(double precision, int)."""
+    return round(score, 6)
+
+
 class Grade(Base):
     __tablename__ = "grade"
 
@@ -97,7 +131,13 @@ class Grade(Base):
 
     submission: Mapped[Submission] = relationship(back_populates="grade")
 
-    @property
+    @hybrid_property
     def final_score(self) -> float:
-        """Derived, never stored: automatic plus manual points, less the late penalty."""
-        return round((self.auto_score + (self.manual_score or 0.0)) * (1.0 - self.late_penalty), 6)
+        """Derived, never stored: automatic plus manual points, less the late penalty; also a SQL expression."""
+        return round_score(final_score_of(self.auto_score, self.manual_score, self.late_penalty))
+
+    @final_score.inplace.expression
+    @classmethod
+    def _final_score_sql(cls) -> ColumnElement[float]:
+        # The same formula for queries (the gradebook selects it); readers round the result with round_score.
+        return final_score_of(cls.auto_score, cls.manual_score, cls.late_penalty)

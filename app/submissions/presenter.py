@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from app.db import utcnow
-from app.submissions.models import Status, Submission
+from app.submissions.models import Status, Submission, final_score_of, round_score
 from app.submissions.schemas import CheckPublic, SubmissionPublic, SubmissionSummary
 from app.submissions.service import is_revealed
 from graders.problemset.loader import LoadedSet
@@ -67,8 +67,9 @@ def submission_public(sub: Submission, loaded: LoadedSet, *, viewer_is_staff: bo
         max_score=grade.max_score if graded and grade else None,
         manual_score=grade.manual_score if grade else None,
         manual_feedback=grade.manual_feedback if grade else None,
+        # From the visible score, not grade.final_score: sealed checks must not show through the total.
         final_score=(
-            round(((score or 0.0) + (grade.manual_score or 0.0)) * (1.0 - grade.late_penalty), 6)
+            round_score(final_score_of(score or 0.0, grade.manual_score, grade.late_penalty))
             if graded and grade
             else None
         ),
@@ -111,7 +112,7 @@ def submission_summary(sub: Submission, *, viewer_is_staff: bool = False) -> Sub
     final = None
     if grade is not None:
         visible_auto = grade.auto_score - sum(c.score for c in hidden)
-        final = round((visible_auto + (grade.manual_score or 0.0)) * (1.0 - grade.late_penalty), 6)
+        final = round_score(final_score_of(visible_auto, grade.manual_score, grade.late_penalty))
     return SubmissionSummary(
         id=sub.id,
         status=sub.status,

@@ -64,6 +64,6 @@ class SubmissionSummary(BaseModel):
     attempt: int
     user_id: int
     created_at: datetime
-    final_score: float | None
+    final_score: float | None = Field(description="as in the full view: visible score + manual, less late penalty")
     max_score: float | None
     verdict: str | None
