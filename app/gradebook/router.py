@@ -6,7 +6,7 @@ from typing import Literal
 
 from fastapi import APIRouter, Request, Response
 
-from app.deps import InstructorUser, SessionDep
+from app.deps import InstructorUser, RowId, SessionDep
 from app.gradebook import service
 from app.gradebook.schemas import Gradebook, ManualGradeIn, ManualGradePublic, RegradePublic, SetStats
 from app.gradebook.stats import set_stats
@@ -45,7 +45,7 @@ def get_stats(set_slug: str, user: InstructorUser, session: SessionDep) -> SetSt
 
 
 @router.post("/submissions/{submission_id}/regrade", status_code=202, response_model=RegradePublic)
-def regrade(submission_id: int, request: Request, user: InstructorUser, session: SessionDep) -> RegradePublic:
+def regrade(submission_id: RowId, request: Request, user: InstructorUser, session: SessionDep) -> RegradePublic:
     """Requeue a submission for grading; a worker replaces its checks and grade."""
     sub = service.regrade(session, submission_id=submission_id)
     request.app.state.dispatch(sub.id)
@@ -54,7 +54,7 @@ def regrade(submission_id: int, request: Request, user: InstructorUser, session:
 
 @router.post("/submissions/{submission_id}/manual-grade", response_model=ManualGradePublic)
 def manual_grade(
-    submission_id: int, body: ManualGradeIn, user: InstructorUser, session: SessionDep
+    submission_id: RowId, body: ManualGradeIn, user: InstructorUser, session: SessionDep
 ) -> ManualGradePublic:
     """Set the hand-scored part of a grade (0 to the problem's rubric points) and the instructor's feedback."""
     grade, _ = service.manual_grade(

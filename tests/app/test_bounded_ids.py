@@ -17,6 +17,7 @@ HUGE = [2**31, 2**63, 2**64, 10**30]
         ("GET", "/api/v1/submissions/{v}", "submission_id"),
         ("GET", "/api/v1/submissions?offset={v}", "offset"),
         ("GET", "/api/v1/submissions?user_id={v}", "user_id"),
+        ("POST", "/api/v1/submissions/{v}/regrade", "submission_id"),
     ],
 )
 def test_api_refuses_ids_beyond_int64(client, accounts, method, path, param, value):  # type: ignore[no-untyped-def]
@@ -42,3 +43,10 @@ def test_pages_refuse_ids_beyond_int64(client, accounts, basic_set, value):  # t
 def test_the_largest_id_is_a_plain_not_found(client, accounts):  # type: ignore[no-untyped-def]
     resp = client.get(f"/api/v1/submissions/{2**31 - 1}", headers=accounts["alice"].headers)
     assert resp.status_code == 404
+
+
+@pytest.mark.parametrize("value", HUGE)
+def test_manual_grade_refuses_ids_beyond_int64(client, accounts, value):  # type: ignore[no-untyped-def]
+    resp = client.post(f"/api/v1/submissions/{value}/manual-grade", json={"manual_score": 1, "feedback": ""},
+                       headers=accounts["instructor"].headers)  # fmt: skip
+    assert resp.status_code == 422 and "submission_id" in str(resp.json()["detail"][0]["loc"])
