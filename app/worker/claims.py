@@ -16,6 +16,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app.db import utcnow
 from app.submissions.models import Status, Submission
+from graders.sandbox.procfs import pid_alive
 
 HOST = socket.gethostname()
 
@@ -53,16 +54,6 @@ def claim(session: Session, submission_id: int, *, worker: str, lease_s: float) 
     return result.rowcount == 1  # type: ignore[attr-defined]
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def requeue_orphans(session: Session, max_attempts: int) -> int:
     """Requeue RUNNING jobs claimed by processes of this host that no longer exist (a crash or a kill -9).
 
@@ -80,7 +71,7 @@ def requeue_orphans(session: Session, max_attempts: int) -> int:
             pid = int((claimed_by or "").split(":")[1])
         except (IndexError, ValueError):
             continue
-        if pid != os.getpid() and not _pid_alive(pid):
+        if pid != os.getpid() and not pid_alive(pid):
             dead.append(sub_id)
     for sub in session.scalars(select(Submission).where(Submission.id.in_(dead), Submission.status == Status.RUNNING)):
         sub.grading_attempts += 1
