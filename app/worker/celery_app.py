@@ -17,12 +17,13 @@ from functools import lru_cache
 from typing import Any
 
 from celery import Celery
-from sqlalchemy import and_, or_, select
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings, get_settings
 from app.db import make_engine, make_session_factory, session_scope, utcnow
-from app.submissions.models import Status, Submission
-from app.worker.claims import claim, worker_id
+from app.submissions.models import Submission
+from app.worker.claims import claim, claimable, lease_expired, worker_id
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.grading import GradingJob
 
@@ -77,21 +78,13 @@ def _grade_task(task: Any, submission_id: int) -> None:
     job.run(submission_id, me)
 
 
-def stranded(settings: Settings, session_factory: Any, older_than_s: float) -> list[int]:
-    """Queued jobs nobody picked up for a while, and running jobs whose lease ran out."""
+def stranded(session_factory: sessionmaker[Session], older_than_s: float) -> list[int]:
+    """Claimable jobs whose message was probably lost: running past their lease, or queued for a while."""
     now = utcnow()
+    # A job queued a moment ago still has its message on the way; sending another would only duplicate it.
+    old = Submission.created_at < now - timedelta(seconds=older_than_s)
     with session_factory() as session:
-        rows = session.scalars(
-            select(Submission.id).where(
-                or_(
-                    and_(
-                        Submission.status == Status.QUEUED,
-                        Submission.created_at < now - timedelta(seconds=older_than_s),
-                    ),
-                    and_(Submission.status == Status.RUNNING, Submission.lease_until < now),
-                )
-            )
-        )
+        rows = session.scalars(select(Submission.id).where(claimable(now), or_(lease_expired(now), old)))
         return list(rows)
 
 
@@ -100,7 +93,7 @@ def _sweep_forever(settings: Settings, stop: threading.Event) -> None:
     enqueue = make_enqueue(settings)
     while not stop.wait(SWEEP_EVERY_S):
         try:
-            for submission_id in stranded(settings, sessions, older_than_s=SWEEP_EVERY_S):
+            for submission_id in stranded(sessions, older_than_s=SWEEP_EVERY_S):
                 enqueue(submission_id)
         except Exception:
             log.exception("sweeper failed; trying again in %s s", SWEEP_EVERY_S)
