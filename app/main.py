@@ -14,7 +14,6 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import Scope
 
 from app.config import Settings, get_settings
-from app.db import make_engine, make_session_factory
 from app.errors import DomainError
 from app.gradebook.router import router as gradebook_router
 from app.limits import BodySizeLimit
@@ -22,8 +21,8 @@ from app.problemsets.router import router as problemsets_router
 from app.submissions.router import router as submissions_router
 from app.users.router import router as users_router
 from app.worker.code_grader import LazyCodeGrader
-from app.worker.grading import GradingJob
 from app.worker.pool import EmbeddedPool
+from app.worker.runtime import WorkerRuntime
 
 log = logging.getLogger(__name__)
 
@@ -33,25 +32,23 @@ def create_app(
 ) -> FastAPI:
     """Build the app. ``code_grader`` lets `serve` hand over the sandbox it already warmed to validate sets."""
     settings = settings or get_settings()
-    engine = make_engine(settings.resolved_database_url)
-    session_factory = make_session_factory(engine)
-    code_grader = code_grader or LazyCodeGrader(settings)
-    job = GradingJob(settings, session_factory, code_grader)
-    pool = EmbeddedPool(job, settings.workers) if settings.broker_url is None and settings.workers > 0 else None
+    # Built in every mode: requests need its sessions, and uploads validate with its (lazy) code grader. With a
+    # broker there is no pool, and the grader is built only if an uploaded set has code problems.
+    runtime = WorkerRuntime(settings, code_grader=code_grader)
+    embedded = settings.broker_url is None and settings.workers > 0
+    pool = EmbeddedPool(runtime.job, settings.workers) if embedded else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if pool is not None and start_workers:
             pool.start()
-            if settings.prewarm_sandbox:
-                code_grader.prewarm()
+            runtime.prewarm()
         try:
             yield
         finally:
             if pool is not None:
                 pool.stop()
-            code_grader.close()
-            engine.dispose()
+            runtime.close()
 
     app = FastAPI(
         title="autograder",
@@ -60,9 +57,10 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.engine = engine
-    app.state.session_factory = session_factory
-    app.state.code_grader = code_grader
+    app.state.runtime = runtime
+    app.state.engine = runtime.engine
+    app.state.session_factory = runtime.session_factory
+    app.state.code_grader = runtime.code_grader
     app.state.pool = pool
     app.state.dispatch = _dispatcher(settings, pool)
 
@@ -94,7 +92,7 @@ def create_app(
         """Liveness and readiness: the database answers."""
         from sqlalchemy import text
 
-        with engine.connect() as conn:
+        with runtime.engine.connect() as conn:
             conn.execute(text("SELECT 1"))
         return {"status": "ok", "workers": "celery" if settings.broker_url else settings.workers}
 

@@ -93,23 +93,22 @@ def worker(
     import signal
     import threading
 
-    from app.worker.code_grader import LazyCodeGrader
-    from app.worker.grading import GradingJob
+    from app.migrate import upgrade
     from app.worker.pool import EmbeddedPool
+    from app.worker.runtime import WorkerRuntime
 
-    sessions = migrated_sessions(settings)
-    grader = LazyCodeGrader(settings, slots=slots)
-    pool = EmbeddedPool(GradingJob(settings, sessions, grader), slots, poll_s=0.5)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    pool.start()
-    if settings.prewarm_sandbox:
-        grader.prewarm()
-    typer.echo(f"worker: {slots} slot(s) polling {settings.resolved_database_url.split('@')[-1]}")
-    stop.wait()
-    pool.stop()
-    grader.close()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    upgrade(settings.resolved_database_url)  # a polling worker may be the first process on a fresh database
+    with WorkerRuntime(settings, slots=slots) as runtime:
+        pool = EmbeddedPool(runtime.job, slots, poll_s=0.5)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        pool.start()
+        runtime.prewarm()
+        typer.echo(f"worker: {slots} slot(s) polling {settings.resolved_database_url.split('@')[-1]}")
+        stop.wait()
+        pool.stop()
 
 
 if __name__ == "__main__":

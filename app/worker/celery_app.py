@@ -13,18 +13,17 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import timedelta
-from functools import lru_cache
 from typing import Any
 
 from celery import Celery
-from sqlalchemy import and_, or_, select
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import Settings, get_settings
-from app.db import make_engine, make_session_factory, session_scope, utcnow
-from app.submissions.models import Status, Submission
-from app.worker.claims import claim, worker_id
-from app.worker.code_grader import LazyCodeGrader
-from app.worker.grading import GradingJob
+from app.config import Settings
+from app.db import session_scope, utcnow
+from app.submissions.models import Submission
+from app.worker.claims import claim, claimable, lease_expired, worker_id
+from app.worker.runtime import WorkerRuntime
 
 log = logging.getLogger(__name__)
 TASK = "autograder.grade_submission"
@@ -32,7 +31,8 @@ RETRY_DELAY_S = 5
 SWEEP_EVERY_S = 30.0
 
 
-def make_celery(settings: Settings) -> Celery:
+def make_celery(settings: Settings, runtime: WorkerRuntime | None = None) -> Celery:
+    """A Celery app on the settings' broker; with a runtime it also runs the grading task on that runtime."""
     celery = Celery("autograder", broker=settings.broker_url)
     celery.conf.update(
         task_acks_late=True,  # a worker killed mid-grading leaves the message for another worker
@@ -43,7 +43,14 @@ def make_celery(settings: Settings) -> Celery:
         task_default_queue="grading",
         broker_connection_retry_on_startup=True,
     )
-    celery.task(name=TASK, bind=True)(_grade_task)
+    if runtime is not None:  # the API only sends the task by name: it never needs a runtime
+
+        def grade_submission(task: Any, submission_id: int) -> None:
+            _grade(runtime, task.request.id, submission_id)
+
+        # Not shared: a shared task would be registered on every later Celery app of the process, bound to this
+        # runtime even after it was closed.
+        celery.task(name=TASK, bind=True, shared=False)(grade_submission)
     return celery
 
 
@@ -56,20 +63,9 @@ def make_enqueue(settings: Settings, *, countdown: float = 0) -> Callable[[int],
     return enqueue
 
 
-_slots: int | None = None  # set by run_worker: one sandbox slot per Celery thread
-
-
-@lru_cache
-def _job() -> GradingJob:
-    settings = get_settings()
-    sessions = make_session_factory(make_engine(settings.resolved_database_url))
-    requeue = make_enqueue(settings, countdown=RETRY_DELAY_S)
-    return GradingJob(settings, sessions, LazyCodeGrader(settings, slots=_slots), requeue=requeue)
-
-
-def _grade_task(task: Any, submission_id: int) -> None:
-    job = _job()
-    me = worker_id(f"celery-{task.request.id}")  # unique per delivery, so two deliveries never share a claim
+def _grade(runtime: WorkerRuntime, delivery_id: str, submission_id: int) -> None:
+    job = runtime.job
+    me = worker_id(f"celery-{delivery_id}")  # unique per delivery, so two deliveries never share a claim
     with session_scope(job.session_factory) as session:
         if not claim(session, submission_id, worker=me, lease_s=job.settings.grading_lease_s):
             log.info("submission %s is not claimable (already graded or held); skipping", submission_id)
@@ -77,44 +73,35 @@ def _grade_task(task: Any, submission_id: int) -> None:
     job.run(submission_id, me)
 
 
-def stranded(settings: Settings, session_factory: Any, older_than_s: float) -> list[int]:
-    """Queued jobs nobody picked up for a while, and running jobs whose lease ran out."""
+def stranded(session_factory: sessionmaker[Session], older_than_s: float) -> list[int]:
+    """Claimable jobs whose message was probably lost: running past their lease, or queued for a while."""
     now = utcnow()
+    # A job queued a moment ago still has its message on the way; sending another would only duplicate it.
+    old = Submission.created_at < now - timedelta(seconds=older_than_s)
     with session_factory() as session:
-        rows = session.scalars(
-            select(Submission.id).where(
-                or_(
-                    and_(
-                        Submission.status == Status.QUEUED,
-                        Submission.created_at < now - timedelta(seconds=older_than_s),
-                    ),
-                    and_(Submission.status == Status.RUNNING, Submission.lease_until < now),
-                )
-            )
-        )
+        rows = session.scalars(select(Submission.id).where(claimable(now), or_(lease_expired(now), old)))
         return list(rows)
 
 
-def _sweep_forever(settings: Settings, stop: threading.Event) -> None:
-    sessions = make_session_factory(make_engine(settings.resolved_database_url))
-    enqueue = make_enqueue(settings)
+def _sweep_forever(runtime: WorkerRuntime, stop: threading.Event) -> None:
+    enqueue = make_enqueue(runtime.settings)
     while not stop.wait(SWEEP_EVERY_S):
         try:
-            for submission_id in stranded(settings, sessions, older_than_s=SWEEP_EVERY_S):
+            for submission_id in stranded(runtime.session_factory, older_than_s=SWEEP_EVERY_S):
                 enqueue(submission_id)
         except Exception:
             log.exception("sweeper failed; trying again in %s s", SWEEP_EVERY_S)
 
 
 def run_worker(settings: Settings, concurrency: int) -> None:
-    global _slots
-    _slots = concurrency
-    stop = threading.Event()
-    threading.Thread(target=_sweep_forever, args=(settings, stop), name="sweeper", daemon=True).start()
-    celery = make_celery(settings)
-    try:
-        celery.worker_main(
-            ["worker", "--loglevel=INFO", f"--concurrency={concurrency}", "--pool=threads", "-Q", "grading"]
-        )
-    finally:
-        stop.set()
+    """Grade deliveries in ``concurrency`` threads, one sandbox slot each, on a runtime built from ``settings``."""
+    requeue = make_enqueue(settings, countdown=RETRY_DELAY_S)
+    with WorkerRuntime(settings, slots=concurrency, requeue=requeue) as runtime:
+        stop = threading.Event()
+        threading.Thread(target=_sweep_forever, args=(runtime, stop), name="sweeper", daemon=True).start()
+        try:
+            make_celery(settings, runtime).worker_main(
+                ["worker", "--loglevel=INFO", f"--concurrency={concurrency}", "--pool=threads", "-Q", "grading"]
+            )
+        finally:
+            stop.set()

@@ -16,6 +16,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app.db import utcnow
 from app.submissions.models import Status, Submission
+from graders.sandbox.procfs import pid_alive
 
 HOST = socket.gethostname()
 
@@ -24,17 +25,20 @@ def worker_id(slot: int | str) -> str:
     return f"{HOST}:{os.getpid()}:{slot}"
 
 
-def _claimable(now: datetime) -> ColumnElement[bool]:
-    return or_(
-        Submission.status == Status.QUEUED,
-        and_(Submission.status == Status.RUNNING, Submission.lease_until < now),
-    )
+def lease_expired(now: datetime) -> ColumnElement[bool]:
+    """Running past its lease: the worker that claimed it died or hangs."""
+    return and_(Submission.status == Status.RUNNING, Submission.lease_until < now)
+
+
+def claimable(now: datetime) -> ColumnElement[bool]:
+    """What a worker may take: a queued job, or a running one whose lease ran out."""
+    return or_(Submission.status == Status.QUEUED, lease_expired(now))
 
 
 def claim_next(session: Session, *, worker: str, lease_s: float) -> int | None:
     """Take the oldest claimable job; returns its id, or None when there is nothing to do."""
     now = utcnow()
-    candidates = session.scalars(select(Submission.id).where(_claimable(now)).order_by(Submission.id).limit(8)).all()
+    candidates = session.scalars(select(Submission.id).where(claimable(now)).order_by(Submission.id).limit(8)).all()
     for candidate in candidates:
         if claim(session, candidate, worker=worker, lease_s=lease_s):
             return candidate
@@ -45,22 +49,12 @@ def claim(session: Session, submission_id: int, *, worker: str, lease_s: float) 
     now = utcnow()
     result = session.execute(
         update(Submission)
-        .where(Submission.id == submission_id, _claimable(now))
+        .where(Submission.id == submission_id, claimable(now))
         .values(status=Status.RUNNING, claimed_by=worker, lease_until=now + timedelta(seconds=lease_s), started_at=now)
         .execution_options(synchronize_session=False)
     )
     session.commit()
     return result.rowcount == 1  # type: ignore[attr-defined]
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def requeue_orphans(session: Session, max_attempts: int) -> int:
@@ -80,7 +74,7 @@ def requeue_orphans(session: Session, max_attempts: int) -> int:
             pid = int((claimed_by or "").split(":")[1])
         except (IndexError, ValueError):
             continue
-        if pid != os.getpid() and not _pid_alive(pid):
+        if pid != os.getpid() and not pid_alive(pid):
             dead.append(sub_id)
     for sub in session.scalars(select(Submission).where(Submission.id.in_(dead), Submission.status == Status.RUNNING)):
         sub.grading_attempts += 1

@@ -13,6 +13,8 @@ import signal
 import time
 from pathlib import Path
 
+from graders.sandbox import procfs
+
 V1_ROOT = Path("/sys/fs/cgroup")
 _counter = itertools.count()
 
@@ -28,16 +30,6 @@ def _own_group(controller: str) -> Path | None:
             group = V1_ROOT / controller / path.lstrip("/")
             return group if (group / "cgroup.procs").exists() and os.access(group, os.W_OK) else None
     return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class ChildCgroup:
@@ -122,7 +114,7 @@ class CgroupV1:
                 continue
             for group in parent.glob("autograder-*-*"):
                 owner = group.name.split("-")[1]
-                if not owner.isdigit() or _alive(int(owner)):
+                if not owner.isdigit() or procfs.pid_alive(int(owner)):
                     continue
                 stale = ChildCgroup(group, None)
                 stale.kill_all(timeout_s=1.0)

@@ -1,8 +1,19 @@
-"""Reading /proc on the trusted side: map a pid seen inside the jail's pid namespace to the host's pid."""
+"""Process facts on the trusted side: whether a pid exists, and (from /proc) a jail pid's host pid and state."""
 
 from __future__ import annotations
 
 import os
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one owned by another user counts: we may not signal it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def children(pid: int) -> list[int]:

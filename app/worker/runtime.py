@@ -1,0 +1,45 @@
+"""What every grading worker runs on, built once from the settings it was given and closed as one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from app.config import Settings
+from app.db import make_engine, make_session_factory
+from app.worker.code_grader import LazyCodeGrader
+from app.worker.grading import GradingJob
+
+
+class WorkerRuntime:
+    """Owns a database engine, its session factory, a lazily built code grader and the GradingJob using them."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        slots: int | None = None,
+        code_grader: LazyCodeGrader | None = None,
+        requeue: Callable[[int], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.engine = make_engine(settings.resolved_database_url)
+        self.session_factory = make_session_factory(self.engine)
+        # `serve` hands over the grader it validated the shipped sets with, so grading starts on a warm sandbox.
+        self.code_grader = code_grader or LazyCodeGrader(settings, slots=slots)
+        self.job = GradingJob(settings, self.session_factory, self.code_grader, requeue=requeue)
+
+    def prewarm(self) -> None:
+        """Start the sandbox now if the settings ask for it, so the first code submission does not wait."""
+        if self.settings.prewarm_sandbox:
+            self.code_grader.prewarm()
+
+    def close(self) -> None:
+        """Stop the sandbox (if it was started) and release the database connections."""
+        self.code_grader.close()
+        self.engine.dispose()
+
+    def __enter__(self) -> WorkerRuntime:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
