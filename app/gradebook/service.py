@@ -15,7 +15,6 @@ from app.gradebook.schemas import AwaitingManual, Gradebook, GradeCell, ProblemC
 from app.problemsets.service import get_latest
 from app.submissions.models import Grade, Status, Submission
 from app.users.models import User
-from graders.results import Verdict
 
 
 def gradebook(session: Session, *, slug: str) -> Gradebook:
@@ -161,9 +160,6 @@ def manual_grade(
     sub.grade.manual_score = manual_score
     sub.grade.manual_feedback = feedback.strip() or None
     sub.grade.manual_graded_by_id = grader.id
-    if sub.grade.verdict == Verdict.PENDING_MANUAL:
-        # Nothing is pending any more; the verdict now describes the final score, as it does for automatic grades.
-        full = sub.grade.final_score >= sub.grade.max_score - EPS
-        sub.grade.verdict = Verdict.ACCEPTED if full else Verdict.PARTIAL
+    sub.grade.settle_pending()
     session.commit()
     return sub.grade, limit

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from sqlalchemy.sql.operators import ColumnOperators
 
 from app.db import Base, UTCDateTime, utcnow
+from graders.results import Verdict
 
 if TYPE_CHECKING:
     from app.problemsets.models import ProblemSetVersion
@@ -141,3 +142,12 @@ class Grade(Base):
     def _final_score_sql(cls) -> ColumnElement[float]:
         # The same formula for queries (the gradebook selects it); readers round the result with round_score.
         return final_score_of(cls.auto_score, cls.manual_score, cls.late_penalty)
+
+    def settle_pending(self) -> None:
+        """Once scored by hand, a pending_manual grade is no longer pending: its verdict describes the final score.
+
+        Used after a manual grade and after a regrade that keeps one, so both judge the same (discounted) score.
+        """
+        if self.verdict == Verdict.PENDING_MANUAL and self.manual_score is not None:
+            full = self.final_score >= self.max_score - 1e-9
+            self.verdict = Verdict.ACCEPTED if full else Verdict.PARTIAL

@@ -17,7 +17,7 @@ from app.submissions.models import CheckResultRow, Grade, Status, Submission
 from graders.code.runner import CodeGraderLike
 from graders.grade import grade_submission
 from graders.problemset.loader import LoadedSet
-from graders.results import GradeResult, Verdict
+from graders.results import GradeResult
 
 log = logging.getLogger(__name__)
 GRADER_VERSION = "1"
@@ -92,20 +92,21 @@ class GradingJob:
                         duration_ms=check.duration_ms,
                     )
                 )
-            session.add(
-                Grade(
-                    submission_id=submission_id,
-                    auto_score=result.score,
-                    max_score=result.max_score,
-                    verdict=str(_verdict(result, manual[0])),
-                    message=result.message,
-                    grader_version=GRADER_VERSION,
-                    late_penalty=late_penalty,
-                    manual_score=manual[0],
-                    manual_feedback=manual[1],
-                    manual_graded_by_id=manual[2],
-                )
+            grade = Grade(
+                submission_id=submission_id,
+                auto_score=result.score,
+                max_score=result.max_score,
+                verdict=str(result.verdict),
+                message=result.message,
+                grader_version=GRADER_VERSION,
+                late_penalty=late_penalty,
+                manual_score=manual[0],
+                manual_feedback=manual[1],
+                manual_graded_by_id=manual[2],
             )
+            # A regrade of a hand-graded submission is no longer pending: the verdict describes the final score.
+            grade.settle_pending()
+            session.add(grade)
             sub.status, sub.graded_at, sub.lease_until, sub.error = Status.GRADED, utcnow(), None, None
 
     def _record_failure(self, submission_id: int, worker: str, message: str) -> None:
@@ -122,11 +123,3 @@ class GradingJob:
             requeued = sub.status == Status.QUEUED
         if requeued and self.requeue is not None:
             self.requeue(submission_id)
-
-
-def _verdict(result: GradeResult, manual_score: float | None) -> Verdict:
-    """A regrade of a hand-graded submission is no longer pending: the verdict describes the final score."""
-    if result.verdict != Verdict.PENDING_MANUAL or manual_score is None:
-        return result.verdict
-    full = result.score + manual_score >= result.max_score - 1e-9
-    return Verdict.ACCEPTED if full else Verdict.PARTIAL

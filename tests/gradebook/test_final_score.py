@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import time
 from pathlib import Path
 
 from sqlalchemy import select
@@ -92,3 +93,19 @@ def test_final_score_in_sql_matches_python(accounts, basic_set, sessions):  # ty
         in_sql = {i: round(s, 6) for i, s in session.execute(select(Grade.id, Grade.final_score))}
     assert in_python == in_sql
     assert sorted(in_python.values()) == [0.0, 0.21, 1.0, 3.0, 3.5]
+
+
+def test_a_regrade_judges_the_same_discounted_score_as_the_manual_grade(client, accounts, sessions, tmp_path):  # type: ignore[no-untyped-def]
+    load(sessions, late_set_with_rubric(tmp_path))
+    alice, staff = accounts["alice"], accounts["instructor"].headers
+    sub = submit(client, alice, "t1", {"b1": "encoder", "b2": "32"})
+    client.post(f"/api/v1/submissions/{sub['id']}/manual-grade", json={"manual_score": 2.0, "feedback": ""},
+                headers=staff).raise_for_status()  # fmt: skip
+    hand_graded = client.get(f"/api/v1/submissions/{sub['id']}", headers=staff).json()
+    assert hand_graded["verdict"] == "partial"  # 5/5 before the penalty, 3/5 after it
+    assert client.post(f"/api/v1/submissions/{sub['id']}/regrade", headers=staff).status_code == 202
+    deadline = time.monotonic() + 20
+    while (again := client.get(f"/api/v1/submissions/{sub['id']}", headers=staff).json())["status"] != "graded":
+        assert time.monotonic() < deadline, again
+        time.sleep(0.05)
+    assert (again["verdict"], again["final_score"], again["manual_score"]) == ("partial", 3.0, 2.0)
