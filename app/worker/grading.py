@@ -15,9 +15,11 @@ from app.problemsets.service import loaded_version
 from app.submissions.lateness import late_penalty
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
 from graders.code.runner import CodeGraderLike
+from graders.code.verdicts import loggable
 from graders.grade import grade_submission
 from graders.problemset.loader import LoadedSet
 from graders.results import GradeResult
+from graders.sandbox.errors import SandboxError
 
 log = logging.getLogger(__name__)
 GRADER_VERSION = "1"
@@ -49,7 +51,10 @@ class GradingJob:
             result = grade_submission(loaded, problem_id, payload, self.code_grader)
             self._record(submission_id, worker, result, penalty)
         except Exception as exc:
-            log.exception("internal error grading submission %s", submission_id)
+            # A sandbox failure's message can quote what the submission left behind (file names): escaped, no
+            # traceback. Anything else is a bug of ours and keeps its traceback.
+            log.error("internal error grading submission %s: %s", submission_id,
+                      loggable(f"{type(exc).__name__}: {exc}"), exc_info=not isinstance(exc, SandboxError))  # fmt: skip
             self._record_failure(submission_id, worker, f"{type(exc).__name__}: {exc}")
 
     def _load(self, submission_id: int, worker: str) -> tuple[LoadedSet, str, dict[str, object], float] | None:

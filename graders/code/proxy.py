@@ -1,10 +1,17 @@
-"""StudentProxy over the sandbox: each method is one round trip to the jailed child (graders.code.checks)."""
+"""StudentProxy over the sandbox: each method is one round trip to the jailed child (graders.code.checks).
+
+Who is to blame for a failure is decided here, on the trusted side, by where it happened: a request the check
+should not have made is refused *before* it is sent (CheckUsageError, the instructor's mistake), and whatever the
+student's child answers is the student's doing. Once student code has run, the child's process is the student's:
+it can forge any reply, so no reply from it can put the blame on the grader.
+"""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import torch
@@ -84,23 +91,31 @@ class SandboxProxy:
         device: str,
         caps: codec.Caps,
         reference: ReferenceFactory | None = None,
+        entrypoints: Collection[str] | None = None,
     ) -> None:
         self.device = device
         self._process, self._caps, self._reference = process, caps, reference
+        # The functions a check may call: the problem's entrypoints, whose presence the load already checked.
+        self._entrypoints = frozenset(entrypoints) if entrypoints is not None else None
         self._call_limit_s, self._check_limit_s = call_limit_s, check_limit_s
         self._deadline = time.monotonic() + check_limit_s
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        self._check_name(name)
         tree, buffers = self._encode((args, kwargs))
         reply = self._request({"op": "call", "name": name, "args": tree["v"][0], "kwargs": tree["v"][1]}, buffers)
         return self._decode(reply)
 
     def define(self, source: str) -> None:
+        names = _top_level_names(source)
         self._request({"op": "define"}, [source.encode()])
+        self._process.helpers |= names
 
     def call_with_grad(
         self, name: str, args: list[Any], kwargs: dict[str, Any], grad_outputs: list[Any], wrt: list[int]
     ) -> tuple[Any, list[Any]]:
+        self._check_name(name)
+        _check_wrt(args, wrt)
         tree, buffers = self._encode((tuple(args), dict(kwargs), list(grad_outputs)))
         a, k, g = tree["v"]
         msg = {"op": "call", "name": name, "args": a, "kwargs": k, "grad": {"wrt": list(wrt), "grad_outputs": g}}
@@ -115,6 +130,7 @@ class SandboxProxy:
     def time(
         self, name: str, args: list[Any], kwargs: dict[str, Any] | None = None, *, warmup: int = 2, repeat: int = 5
     ) -> Timing:
+        self._check_name(name)
         return self._time(self._process, name, args, kwargs or {}, warmup, repeat)
 
     def time_reference(
@@ -164,9 +180,19 @@ class SandboxProxy:
                 times.append(elapsed)
         return Timing(times)
 
+    def _check_name(self, name: str) -> None:
+        if self._entrypoints is not None and name not in self._entrypoints:
+            raise CheckUsageError(f"the check called {name!r}, which is not one of the problem's entrypoints")
+
+    def _ref_of(self, value: Any) -> str | None:
+        name = _ref_name(value)
+        if name is not None and name not in self._process.helpers:
+            raise CheckUsageError(f"Ref({name!r}) names nothing the check defined with student.define()")
+        return name
+
     def _encode(self, value: Any) -> tuple[Any, list[Any]]:
         try:
-            return codec.encode_value(value, self._caps, ref_of=_ref_name)
+            return codec.encode_value(value, self._caps, ref_of=self._ref_of)
         except codec.ValueRefused as exc:
             raise TypeError(f"the check passed a value the sandbox cannot carry: {exc}") from None
 
@@ -191,8 +217,10 @@ class SandboxProxy:
             raise StudentError(type_name, f"{message} ({where})" if where else message)
         if error == "bad_return":
             raise BadReturnValue(f"{str(msg.get('name', 'your function'))[:TYPE_CHARS]} returned {message}")
-        if error == "usage":
-            raise CheckUsageError(message)
+        if error == "usage" and process is not self._process:
+            raise CheckUsageError(message)  # the reference child runs only instructor code
+        # Every request to the student's child was checked above before it was sent, so a "usage" answer (or
+        # anything else) from it is the submission interfering with the grader, never the check's mistake.
         raise process.end_run("protocol", PROTOCOL_MESSAGE)
 
     def _decode(self, frame: Frame) -> Any:
@@ -205,6 +233,28 @@ class SandboxProxy:
 
     def _device_for(self, kind: str) -> torch.device:
         return torch.device("cuda" if kind == "cuda" and torch.cuda.is_available() else "cpu")
+
+
+def _top_level_names(source: str) -> set[str]:
+    """The names a helper source defines at its top level (functions, classes, assignments)."""
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _check_wrt(args: list[Any], wrt: list[int]) -> None:
+    """What the child would refuse, refused here: gradients only reach floating-point tensor arguments."""
+    for i in wrt:
+        if type(i) is not int or not 0 <= i < len(args):
+            raise CheckUsageError(f"wrt must list positional argument indices; got {i!r}")
+        arg = args[i]
+        if type(arg) is not torch.Tensor or not (arg.is_floating_point() or arg.is_complex()):
+            raise CheckUsageError(f"argument {i} is not a floating-point tensor; no gradient can reach it")
 
 
 __all__ = ["BadReturnValue", "CheckBudgetExceeded", "CheckUsageError", "RunEnded", "SandboxProxy"]

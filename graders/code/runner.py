@@ -62,7 +62,9 @@ class CodeGrader:
                     return grade_in_slot(slot, self.config, source=source, problem=problem, checks=checks)
                 except SandboxError as exc:
                     last = exc
-                    log.warning("sandbox failure (attempt %d), restarting the zygote: %s", attempt + 1, exc)
+                    log.warning(
+                        "sandbox failure (attempt %d), restarting the zygote: %s", attempt + 1, verdicts.loggable(exc)
+                    )
                     with contextlib.suppress(SandboxError):
                         slot.restart()
         raise SandboxError(f"grading failed {self.config.retries + 1} times: {last}") from last

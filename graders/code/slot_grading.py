@@ -24,7 +24,7 @@ from graders.sandbox.student_process import StudentProcess
 log = logging.getLogger(__name__)
 CPU_SLACK_S = 5
 FEEDBACK_CHARS, TYPE_CHARS, TEXT_CHARS = verdicts.FEEDBACK_CHARS, 100, 500
-clip = verdicts.clip
+clip, loggable = verdicts.clip, verdicts.loggable
 
 
 @dataclass
@@ -64,7 +64,7 @@ def grade_in_slot(
         except SandboxError as exc:
             if result is None:
                 raise
-            log.warning("cleanup after grading failed; the zygote restarts before the next run: %s", exc)
+            log.warning("cleanup after grading failed; the zygote restarts before the next run: %s", loggable(exc))
             slot.needs_restart = True
 
 
@@ -83,7 +83,7 @@ def reference_child(slot: Slot, student: StudentProcess) -> Iterator[StudentProc
             try:
                 ref.finish()
             except SandboxError as exc:
-                log.warning("cleanup of a reference child failed; the zygote restarts before the next run: %s", exc)
+                log.warning("cleanup of a reference child failed; the zygote restarts: %s", loggable(exc))
                 slot.needs_restart = True
     finally:
         student.resume()
@@ -116,6 +116,7 @@ def _grade(
             device=config.device,
             caps=caps,
             reference=reference,
+            entrypoints=problem.entrypoints,
         )
         try:
             outcomes.append(run_check(spec, proxy))
@@ -188,10 +189,10 @@ def run_check(spec: CheckSpec, proxy: SandboxProxy) -> CheckOutcome:
     except CheckBudgetExceeded as exc:
         return done(0.0, str(exc), verdicts.TIMEOUT)
     except CheckUsageError as exc:
-        log.error("check %s misused the sandbox: %s", spec.name, exc)
+        log.error("check %s misused the sandbox: %s", spec.name, loggable(exc))
         return done(0.0, "the check could not run (an error in the check, not in your code)", verdicts.CHECK_ERROR)
     except Exception as exc:
-        log.warning("check %s raised %s: %s", spec.name, type(exc).__name__, exc)
+        log.warning("check %s raised %s: %s", spec.name, type(exc).__name__, loggable(exc))
         feedback = f"the check could not evaluate your function's result ({type(exc).__name__})"
         return done(0.0, feedback, verdicts.CHECK_ERROR)
 

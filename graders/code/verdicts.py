@@ -16,6 +16,15 @@ def clip(text: str, limit: int = FEEDBACK_CHARS) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 15)] + " ...(truncated)"
 
 
+LOG_CHARS = 300
+
+
+def loggable(value: object) -> str:
+    """Text that may carry student-made strings, fit for a log line: bounded, and every control character escaped,
+    so a submission can neither flood the log nor write lines of its own (a forged "ERROR ..." after a newline)."""
+    return ascii(clip(str(value), LOG_CHARS))
+
+
 RUN_END_VERDICTS = {
     "timeout": Verdict.TIMEOUT,
     "memory": Verdict.MEMORY_LIMIT,

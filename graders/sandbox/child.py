@@ -183,11 +183,32 @@ def _flush_std() -> None:
             stream.flush()
 
 
+class _NoSandboxImports:
+    """A meta-path finder that refuses the sandbox's own package to student code."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "graders" or name.startswith("graders."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+def hide_sandbox_modules() -> None:
+    """Student code cannot import this package's types (its Usage, its codec errors) to raise them as ours.
+
+    Defence in depth: the trusted side blames by where a failure happened, never by a type's name, so a forged
+    exception could not blame the grader anyway. The server keeps working: its modules stay referenced here.
+    """
+    for name in [n for n in sys.modules if n == "graders" or n.startswith("graders.")]:
+        del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if not os.path.isdir(os.path.join(p, "graders"))]
+    sys.meta_path.insert(0, _NoSandboxImports())
+
+
 def run_child(spec: lockdown.ChildSpec, fds: tuple[int, int, int], device: str, caps: codec.Caps) -> None:
     """Entry point in the freshly forked child; never returns."""
     status = 0
     try:
         lockdown.lock_down(spec, *fds)
+        hide_sandbox_modules()
     except BaseException as exc:
         _report_lockdown_failure(exc)
         os._exit(70)

@@ -55,6 +55,7 @@ class StudentProcess:
         self.exit_status: int | None = None
         self.cleanup_error: str | None = None
         self._finished = False
+        self.helpers: set[str] = set()  # names the trusted side defined in this child (checks' Ref targets)
 
     def wait_ready(self) -> None:
         """The child's first frame says whether lockdown succeeded; anything else is an internal failure."""

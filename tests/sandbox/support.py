@@ -19,14 +19,15 @@ GOOD_SOURCE = (HERE / "problem" / "solutions" / "good.py").read_text()
 FULL_MARKS = 6.0
 
 
-def problem(**limits: float) -> CodeProblem:
+def problem(entrypoints: tuple[str, ...] = ("add", "scaled_attention"), **limits: float) -> CodeProblem:
+    """The tiny problem; checks may call only its ``entrypoints`` (the proxy refuses other names)."""
     return CodeProblem.model_validate(
         {
             "kind": "code",
             "id": "tiny",
             "title": "tiny",
             "prompt": "prompts/tiny.md",
-            "entrypoints": ["add", "scaled_attention"],
+            "entrypoints": list(entrypoints),
             "checks": "checks/tiny.py",
             "limits": {"time_s": 5, "memory_mb": 512, "output_kb": 16, **limits},
         }

@@ -36,7 +36,7 @@ def _spec(func, points=1.0) -> CheckSpec:
 
 
 def _run(grader, *funcs):
-    problem = support.problem()
+    problem = support.problem(entrypoints=("add", "scaled_attention", "detached", "boom", "apply", "pair"))
     return grader.grade(source=SOURCE, problem=problem, checks=[_spec(f) for f in funcs])
 
 
