@@ -28,7 +28,7 @@ class OutputExceeded(Exception):
 
 
 def widen_pipe(fd: int) -> None:
-    """1 MiB pipes make a 2 MiB tensor round trip ~2x faster (SANDBOX-NOTES.md)."""
+    """1 MiB pipes make a 2 MiB tensor round trip faster (docs/sandbox.md, "Measured numbers")."""
     with contextlib.suppress(OSError):
         fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_BYTES)
 

@@ -1,9 +1,10 @@
 """Steps the forked child takes, in this order, before it runs a single line of student code.
 
-The order was measured to work (SANDBOX-NOTES.md): setsid -> keep only the pipes -> unshare the network and IPC ->
-rlimits -> drop to the slot's uid -> one torch thread -> seccomp -> wait until the parent has put the pid in its
-cgroups -> fresh working dir. (The notes wait for the cgroup right after the pipes; waiting last lets the parent's
-write overlap the lockdown, and still no student code runs outside the cgroup.)
+The order (docs/sandbox.md, "Lockdown order", gives the reason for each step): setsid -> keep only the pipes ->
+unshare the network and IPC -> rlimits -> drop to the slot's uid -> one torch thread -> no_new_privs -> seccomp ->
+wait until the parent has put the pid in its cgroups -> fresh working dir. (The order first measured waited for the
+cgroup right after the pipes; waiting last lets the parent's write overlap the lockdown, and still no student code
+runs outside the cgroup.)
 Each step is a small function so that the order reads in ``lock_down``.
 """
 
