@@ -120,9 +120,16 @@ def _read_zip(data: bytes, filename: str, limits: ArchiveLimits) -> dict[PurePos
             if rel is None or info.is_dir():
                 continue
             budget.add_file(info.filename)
+            _refuse_duplicate(files, rel, info.filename)
             with zf.open(info) as stream:
                 files[rel] = budget.read(info.filename, stream)
     return files
+
+
+def _refuse_duplicate(files: dict[PurePosixPath, bytes], rel: PurePosixPath, name: str) -> None:
+    # One name must mean one file: a reviewer's unzip shows the first copy, and the loader would use the last.
+    if rel in files:
+        raise _refuse(name, f"duplicate member {rel.as_posix()!r}: the archive holds two files with this name")
 
 
 def _gunzip_bounded(data: bytes, filename: str, limits: ArchiveLimits) -> bytes:
@@ -166,6 +173,7 @@ def _read_tar(data: bytes, filename: str, limits: ArchiveLimits) -> dict[PurePos
             if not member.isfile():
                 raise _refuse(member.name, "only regular files and folders are allowed in an archive")
             budget.add_file(member.name)
+            _refuse_duplicate(files, rel, member.name)
             stream = tf.extractfile(member)
             if stream is None:
                 raise _refuse(member.name, "unreadable member")

@@ -280,9 +280,6 @@ def test_a_file_and_a_folder_with_one_name_is_a_clear_error(tmp_path, kind, memb
     assert error.file == clash and error.message.startswith("cannot unpack: ")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="archive.py keeps the last of two members with one (normalised) name instead of refusing"
-)
 @pytest.mark.parametrize(
     ("kind", "second"), [("zip", "prompts/t1.md"), ("zip", "./prompts/t1.md"), ("tar", "prompts/t1.md")]
 )
