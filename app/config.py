@@ -37,7 +37,11 @@ class Settings(BaseSettings):
     max_archive_files: int = Field(default=500, ge=1)
     max_unpacked_bytes: int = Field(default=100 << 20, ge=1024)
     max_wait_s: float = Field(default=60.0, ge=0, description="cap on ?wait=N")
-    grading_lease_s: float = Field(default=300.0, gt=0, description="a running job whose lease ran out is requeued")
+    grading_lease_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="renewed while grading; a job whose lease ran out (its worker died) is taken over",
+    )
     max_grading_attempts: int = Field(default=3, ge=1, description="internal errors are retried this often")
     secure_cookies: bool = Field(default=False, description="send the session cookie over HTTPS only")
     session_cookie: str = "autograder_session"

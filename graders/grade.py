@@ -42,13 +42,22 @@ def check_payload(problem: ProblemBase, *, answers: dict[str, str] | None, code:
 
 
 def validate_set(
-    loaded: LoadedSet, *, code_grader: CodeGraderLike | None, progress: Callable[[str], None] | None = None
+    loaded: LoadedSet,
+    *,
+    code_grader: CodeGraderLike | None,
+    progress: Callable[[str], None] | None = None,
+    max_grading_s: float | None = None,
 ) -> ValidationReport:
-    """Check every accept/reject case and (with a grader) run every code problem's solutions and mutants."""
+    """Check every accept/reject case and (with a grader) run every code problem's solutions and mutants.
+
+    ``max_grading_s``: the longest the service lets one grading run (its lease); code problems whose checks could
+    take longer are refused.
+    """
     report = ValidationReport()
     for index, problem in enumerate(loaded.spec.problems):
         where = f"problems[{index}] ({problem.id})"
-        kind_of(problem).validate(problem, ValidateContext(loaded, where, report, code_grader, progress))
+        context = ValidateContext(loaded, where, report, code_grader, progress, max_grading_s)
+        kind_of(problem).validate(problem, context)
     return report
 
 

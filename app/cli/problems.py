@@ -38,7 +38,7 @@ def validate(
         raise typer.Exit(1) from exc
     grader = LazyCodeGrader(settings)
     try:
-        report = validate_set(loaded, code_grader=grader, progress=_progress)
+        report = validate_set(loaded, code_grader=grader, progress=_progress, max_grading_s=settings.grading_lease_s)
     finally:
         grader.close()
     typer.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) if as_json else report.render_text())
@@ -65,7 +65,9 @@ def load_one(sessions: sessionmaker[Session], folder: Path, grader: LazyCodeGrad
     typer.echo(f"loading {folder} ...")
     with sessions() as session:
         try:
-            version, report, created = service.load_dir(session, root=folder, grader=grader, progress=_progress)
+            version, report, created = service.load_dir(
+                session, root=folder, grader=grader, progress=_progress, max_grading_s=grader.settings.grading_lease_s
+            )
             session.commit()
         except ProblemSetInvalid as exc:
             typer.secho(f"  refused: {len(exc.errors)} error(s)", fg="red", err=True)

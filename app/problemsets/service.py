@@ -52,6 +52,7 @@ def ingest(
     user_id: int | None,
     grader: CodeGraderLike | None,
     progress: Callable[[str], None] | None = None,
+    max_grading_s: float | None = None,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
     """Validate ``loaded`` completely, then store it as a new version (or return the identical latest one).
 
@@ -62,7 +63,7 @@ def ingest(
     latest = _latest(session, problem_set.id) if problem_set else None
     if latest is not None and latest.content_hash == loaded.content_hash:
         return latest, ValidationReport(), False
-    report = validate_set(loaded, code_grader=grader, progress=progress)
+    report = validate_set(loaded, code_grader=grader, progress=progress, max_grading_s=max_grading_s)
     if not report.ok:
         raise ProblemSetRejected(report)
     try:
@@ -104,9 +105,15 @@ def _store(
 
 
 def load_dir(
-    session: Session, *, root: Path, grader: CodeGraderLike | None, progress: Callable[[str], None] | None = None
+    session: Session,
+    *,
+    root: Path,
+    grader: CodeGraderLike | None,
+    progress: Callable[[str], None] | None = None,
+    max_grading_s: float | None = None,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
-    return ingest(session, loaded=load_problem_set(root), user_id=None, grader=grader, progress=progress)
+    loaded = load_problem_set(root)
+    return ingest(session, loaded=loaded, user_id=None, grader=grader, progress=progress, max_grading_s=max_grading_s)
 
 
 def upload(
@@ -118,7 +125,7 @@ def upload(
         except ProblemSetInvalid as exc:
             report = ValidationReport(errors=exc.errors)
             raise ProblemSetRejected(report) from exc
-        return ingest(session, loaded=loaded, user_id=user_id, grader=grader)
+        return ingest(session, loaded=loaded, user_id=user_id, grader=grader, max_grading_s=settings.grading_lease_s)
 
 
 def _latest(session: Session, problem_set_id: int) -> ProblemSetVersion | None:

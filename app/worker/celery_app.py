@@ -67,7 +67,9 @@ def _grade(runtime: WorkerRuntime, delivery_id: str, submission_id: int) -> None
     job = runtime.job
     me = worker_id(f"celery-{delivery_id}")  # unique per delivery, so two deliveries never share a claim
     with session_scope(job.session_factory) as session:
-        if not claim(session, submission_id, worker=me, lease_s=job.settings.grading_lease_s):
+        settings = job.settings
+        if not claim(session, submission_id, worker=me, lease_s=settings.grading_lease_s,
+                     max_attempts=settings.max_grading_attempts):  # fmt: skip
             log.info("submission %s is not claimable (already graded or held); skipping", submission_id)
             return
     job.run(submission_id, me)

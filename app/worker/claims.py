@@ -1,7 +1,10 @@
 """Claiming jobs from the submission table: a conditional UPDATE, so two workers never take the same job.
 
-A claim is a lease: a worker that dies mid-grading leaves a RUNNING row whose lease runs out, and the next claim
-takes it again. On a restart, jobs held by dead processes of this host are requeued at once.
+A claim is a lease, renewed by the grading worker's heartbeat (``renew``) for as long as it grades: only a worker
+that died or hangs lets it run out, and the next claim takes the job over. A takeover counts as a grading attempt,
+so a job that kills (or hangs) every worker ends in ERROR instead of looping. On a restart, jobs held by dead
+processes of this host are requeued at once. A job requeued after an internal error waits out a growing delay
+(``lease_until`` of a QUEUED row is its "not before").
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import os
 import socket
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, case, or_, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -31,26 +34,66 @@ def lease_expired(now: datetime) -> ColumnElement[bool]:
 
 
 def claimable(now: datetime) -> ColumnElement[bool]:
-    """What a worker may take: a queued job, or a running one whose lease ran out."""
-    return or_(Submission.status == Status.QUEUED, lease_expired(now))
+    """What a worker may take: a queued job past its retry delay, or a running one whose lease ran out."""
+    ready = or_(Submission.lease_until.is_(None), Submission.lease_until <= now)
+    return or_(and_(Submission.status == Status.QUEUED, ready), lease_expired(now))
 
 
-def claim_next(session: Session, *, worker: str, lease_s: float) -> int | None:
+def retry_delay_s(attempts: int) -> float:
+    """How long a job waits after its ``attempts``-th internal error: 1, 2, 4, ... seconds, at most a minute."""
+    return float(min(60, 2 ** max(0, attempts - 1)))
+
+
+def claim_next(session: Session, *, worker: str, lease_s: float, max_attempts: int) -> int | None:
     """Take the oldest claimable job; returns its id, or None when there is nothing to do."""
     now = utcnow()
     candidates = session.scalars(select(Submission.id).where(claimable(now)).order_by(Submission.id).limit(8)).all()
     for candidate in candidates:
-        if claim(session, candidate, worker=worker, lease_s=lease_s):
+        if claim(session, candidate, worker=worker, lease_s=lease_s, max_attempts=max_attempts):
             return candidate
     return None
 
 
-def claim(session: Session, submission_id: int, *, worker: str, lease_s: float) -> bool:
+def claim(session: Session, submission_id: int, *, worker: str, lease_s: float, max_attempts: int) -> bool:
+    """Take one job if it is claimable; a takeover of an expired lease counts as a grading attempt."""
     now = utcnow()
+    # A takeover that would be one attempt too many ends the job instead: it outlived its lease that often.
+    session.execute(
+        update(Submission)
+        .where(Submission.id == submission_id, lease_expired(now), Submission.grading_attempts + 1 >= max_attempts)
+        .values(
+            status=Status.ERROR,
+            grading_attempts=Submission.grading_attempts + 1,
+            claimed_by=None,
+            lease_until=None,
+            error="internal grading error: the grading outlived its lease on every attempt (a worker died or hung)",
+        )
+        .execution_options(synchronize_session=False)
+    )
+    takeover = Submission.status == Status.RUNNING
     result = session.execute(
         update(Submission)
         .where(Submission.id == submission_id, claimable(now))
-        .values(status=Status.RUNNING, claimed_by=worker, lease_until=now + timedelta(seconds=lease_s), started_at=now)
+        .values(
+            status=Status.RUNNING,
+            claimed_by=worker,
+            lease_until=now + timedelta(seconds=lease_s),
+            started_at=now,
+            grading_attempts=case((takeover, Submission.grading_attempts + 1), else_=Submission.grading_attempts),
+        )
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return result.rowcount == 1  # type: ignore[attr-defined]
+
+
+def renew(session: Session, submission_id: int, *, worker: str, lease_s: float) -> bool:
+    """Extend the lease of a job this worker still holds; False once it was taken over or regraded."""
+    now = utcnow()
+    result = session.execute(
+        update(Submission)
+        .where(Submission.id == submission_id, Submission.claimed_by == worker, Submission.status == Status.RUNNING)
+        .values(lease_until=now + timedelta(seconds=lease_s))
         .execution_options(synchronize_session=False)
     )
     session.commit()

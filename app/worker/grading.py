@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
+from datetime import timedelta
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -14,6 +16,7 @@ from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import loaded_version
 from app.submissions.lateness import late_penalty
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
+from app.worker.claims import renew, retry_delay_s
 from graders.code.runner import CodeGraderLike
 from graders.code.verdicts import loggable
 from graders.grade import grade_submission
@@ -48,7 +51,8 @@ class GradingJob:
             if claimed is None:
                 return
             loaded, problem_id, payload, penalty = claimed
-            result = grade_submission(loaded, problem_id, payload, self.code_grader)
+            with Heartbeat(self.session_factory, submission_id, worker, self.settings.grading_lease_s):
+                result = grade_submission(loaded, problem_id, payload, self.code_grader)
             self._record(submission_id, worker, result, penalty)
         except Exception as exc:
             # A sandbox failure's message can quote what the submission left behind (file names): escaped, no
@@ -122,9 +126,42 @@ class GradingJob:
                 return
             sub.grading_attempts += 1
             sub.error = f"internal grading error (attempt {sub.grading_attempts}): {message}"[:2000]
-            sub.lease_until = None
             sub.claimed_by = None
             sub.status = Status.ERROR if sub.grading_attempts >= self.settings.max_grading_attempts else Status.QUEUED
             requeued = sub.status == Status.QUEUED
+            # Back off before the retry (a queued row's lease_until is its "not before"): a sandbox that fails
+            # right now will likely fail again at once.
+            sub.lease_until = utcnow() + timedelta(seconds=retry_delay_s(sub.grading_attempts)) if requeued else None
         if requeued and self.requeue is not None:
             self.requeue(submission_id)
+
+
+class Heartbeat:
+    """Renews a job's lease every third of it while the job is graded, so a long grading is never taken over.
+
+    Only a worker that died or hangs lets its lease run out. A renewal that fails (the database is busy) is tried
+    again at the next beat; one that finds the job taken over or regraded stops beating.
+    """
+
+    def __init__(self, session_factory: sessionmaker[Session], submission_id: int, worker: str, lease_s: float) -> None:
+        self.session_factory, self.submission_id = session_factory, submission_id
+        self.worker, self.lease_s = worker, lease_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"lease-{submission_id}", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.lease_s / 3):
+            try:
+                with session_scope(self.session_factory) as session:
+                    if not renew(session, self.submission_id, worker=self.worker, lease_s=self.lease_s):
+                        return
+            except Exception as exc:
+                log.warning("could not renew the lease of submission %s: %s", self.submission_id, loggable(exc))

@@ -46,7 +46,13 @@ class EmbeddedPool:
         while not self._stop.is_set():
             try:
                 with session_scope(self.job.session_factory) as session:
-                    job_id = claim_next(session, worker=worker, lease_s=self.job.settings.grading_lease_s)
+                    settings = self.job.settings
+                    job_id = claim_next(
+                        session,
+                        worker=worker,
+                        lease_s=settings.grading_lease_s,
+                        max_attempts=settings.max_grading_attempts,
+                    )
                 if job_id is not None:
                     self.job.run(job_id, worker)
                     continue

@@ -55,6 +55,7 @@ class ValidateContext:
     report: ValidationReport
     code_grader: CodeGraderLike | None
     progress: Callable[[str], None] | None
+    max_grading_s: float | None = None  # the service's grading lease: no grading may take longer
 
 
 class ProblemKind(ABC):

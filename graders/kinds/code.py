@@ -40,7 +40,7 @@ class CodeKind(ProblemKind):
         return ctx.code_grader().grade(source=str(payload["code"]), problem=problem, checks=checks)
 
     def validate(self, problem: CodeProblem, ctx: ValidateContext) -> None:
-        validate_code(ctx.loaded, problem, ctx.where, ctx.code_grader, ctx.report, ctx.progress)
+        validate_code(ctx.loaded, problem, ctx.where, ctx.code_grader, ctx.report, ctx.progress, ctx.max_grading_s)
         ctx.report.points[problem.id] = ctx.report.points.get(problem.id, 0.0) + rubric_points(problem)
 
     def view(self, problem: CodeProblem) -> dict[str, Any]:

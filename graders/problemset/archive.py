@@ -110,7 +110,8 @@ def _read_zip(data: bytes, filename: str, limits: ArchiveLimits) -> dict[PurePos
         zf = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile as exc:
         raise _refuse(filename, f"not a valid zip archive: {exc}") from exc
-    budget, files = _Budget(filename, limits, len(data)), {}
+    budget = _Budget(filename, limits, len(data))
+    files: dict[PurePosixPath, bytes] = {}
     with zf:
         for info in zf.infolist():
             rel = _safe_member_path(info.filename)
@@ -156,7 +157,8 @@ def _read_tar(data: bytes, filename: str, limits: ArchiveLimits) -> dict[PurePos
     except tarfile.TarError as exc:
         raise _refuse(filename, f"not a valid tar archive: {exc}") from exc
     # The ratio was enforced while decompressing; count the members against the unpacked-size limit only.
-    budget, files = _Budget(filename, limits, max(len(raw), 1) * limits.max_ratio), {}
+    budget = _Budget(filename, limits, max(len(raw), 1) * limits.max_ratio)
+    files: dict[PurePosixPath, bytes] = {}
     with tf:
         while True:
             try:

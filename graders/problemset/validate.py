@@ -12,6 +12,7 @@ from typing import Any
 from graders.answers import grade_part
 from graders.code.checks import load_checks
 from graders.code.runner import CodeGraderLike
+from graders.code.slot_grading import grading_budget_s
 from graders.model import ChoiceProblem, CodeProblem, FillInProblem
 from graders.problemset.errors import SetError
 from graders.problemset.loader import SET_FILE, LoadedSet
@@ -75,8 +76,13 @@ def validate_code(
     grader: CodeGraderLike | None,
     report: ValidationReport,
     progress: Callable[[str], None] | None,
+    max_grading_s: float | None = None,
 ) -> None:
-    """Import the checks, count their points and (with a grader) run the mutant gate."""
+    """Import the checks, count their points, check their budget and (with a grader) run the mutant gate.
+
+    ``max_grading_s`` is the longest a grading may take in the service (its workers' grading lease): a problem
+    whose checks may run longer is refused, so that no grading can outlive its lease.
+    """
     if not problem.gradable:
         report.notes.append(f"{problem.id}: not gradable yet (no checks); students see it but cannot submit")
         return
@@ -89,6 +95,18 @@ def validate_code(
         report.errors.append(SetError(problem.checks, "", "defines no @check functions"))
         return
     report.points[problem.id] = sum(c.points for c in checks)
+    budget = grading_budget_s(problem, checks)
+    if max_grading_s is not None and budget > max_grading_s:
+        report.errors.append(
+            SetError(
+                SET_FILE,
+                f"{where}.limits",
+                f"one grading may take up to {budget:g} s (limits.time_s to load, plus every check's timeout_s), "
+                f"longer than the {max_grading_s:g} s the service allows a grading (its grading lease): lower the "
+                "checks' timeouts, or raise the lease",
+            )
+        )
+        return
     if grader is None:
         report.notes.append(f"{problem.id}: mutant gate not run (no code grader)")
         return
