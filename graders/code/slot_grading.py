@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from graders.code import verdicts
 from graders.code.checks import CheckFailed, CheckSpec, StudentError
 from graders.code.proxy import BadReturnValue, CheckBudgetExceeded, CheckUsageError, SandboxProxy
-from graders.code.sanitise import sanitise
+from graders.code.sanitise import raised
 from graders.model import CodeProblem
 from graders.results import CheckResult, GradeResult, Verdict, Visibility
 from graders.sandbox import codec
 from graders.sandbox.config import RunLimits, SandboxConfig
 from graders.sandbox.errors import RunEnded, SandboxError
-from graders.sandbox.slot import REFERENCE, Slot
+from graders.sandbox.slot import ALONE, REFERENCE, STUDENT, Slot
 from graders.sandbox.student_process import StudentProcess
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,7 @@ clip, loggable = verdicts.clip, verdicts.loggable
 class CheckOutcome:
     result: CheckResult
     failure: str | None  # a verdicts kind, or None
+    run_end: RunEnded | None = None  # the check's own child stopped (hidden and sealed checks run alone)
 
 
 def run_limits(problem: CodeProblem, checks: list[CheckSpec]) -> RunLimits:
@@ -53,24 +54,115 @@ def grade_in_slot(
 ) -> GradeResult:
     """Raises SandboxError on an internal failure before a result exists (the caller retries with a fresh zygote).
 
+    Hidden means hidden: the visible checks share one child (it also loads the source first, so syntax errors and
+    missing functions are found once); every hidden or sealed (after_due) check runs in a fresh child of its own,
+    so nothing a later check shows can depend on a hidden check's inputs or on how a sealed check called the code.
+
     A cleanup failure after grading keeps the result: the slot is marked for a zygote restart instead.
     """
     limits = run_limits(problem, checks)
-    process = slot.spawn(limits)
-    result: GradeResult | None = None
+    with _child(slot, limits) as shared:
+        early = _load(shared, source, problem, checks)
+        if early is not None:
+            return early
+        caps = codec.Caps(max_bytes=config.max_transfer_mb * 2**20)
+        outcomes: list[CheckOutcome] = []
+        ended: RunEnded | None = None  # the shared child stopped: later visible checks are not run
+        for spec in checks:
+            if spec.visibility is not Visibility.VISIBLE:
+                # The shared child is stopped meanwhile: no student process but the check's own runs beside a
+                # hidden check (or beside its reference timing).
+                if ended is None:
+                    try:
+                        shared.pause()
+                    except RunEnded as exc:
+                        ended = exc
+                try:
+                    outcomes.append(_run_alone(slot, limits, config, caps, source, problem, spec))
+                finally:
+                    if ended is None:
+                        shared.resume()
+            elif ended is not None:
+                outcomes.append(CheckOutcome(verdicts.not_run(spec, ended.message), None))
+            else:
+                try:
+                    outcomes.append(run_check(spec, _proxy(shared, slot, config, caps, problem, spec)))
+                except RunEnded as exc:
+                    ended = exc
+                    outcomes.append(CheckOutcome(_result(spec, 0.0, exc.message, 0.0), None))
+    results = [o.result for o in outcomes]
+    failures = [o.failure for o in outcomes if o.failure is not None]
+    # A run that stopped names the verdict, as it did when every check shared one child.
+    first_end = ended or next((o.run_end for o in outcomes if o.run_end is not None), None)
+    verdict = verdicts.overall(results, failures, first_end.cause if first_end else None)
+    message = clip(first_end.message, FEEDBACK_CHARS) if first_end else ""
+    return GradeResult(verdict=verdict, checks=results, message=message)
+
+
+@contextlib.contextmanager
+def _child(slot: Slot, limits: RunLimits, role: str = STUDENT) -> Iterator[StudentProcess]:
+    """A fresh locked-down child, finished (killed, reaped, wiped) whatever happens; SandboxError if it cannot start.
+
+    A cleanup failure after the child served is logged and marks the zygote for a restart, keeping any result.
+    """
+    process = slot.spawn(limits, role=role)
     try:
-        result = _grade(process, config, source=source, problem=problem, checks=checks, slot=slot)
-        return result
+        yield process
     finally:
         try:
             report = process.finish()
             if report.output_total:
                 log.debug("submission printed %d bytes", report.output_total)
         except SandboxError as exc:
-            if result is None:
-                raise
             log.warning("cleanup after grading failed; the zygote restarts before the next run: %s", loggable(exc))
             slot.needs_restart = True
+
+
+def _proxy(
+    process: StudentProcess, slot: Slot, config: SandboxConfig, caps: codec.Caps, problem: CodeProblem, spec: CheckSpec
+) -> SandboxProxy:
+    return SandboxProxy(
+        process,
+        call_limit_s=problem.limits.time_s,
+        check_limit_s=spec.timeout_s,
+        device=config.device,
+        caps=caps,
+        reference=_reference_factory(slot, process),
+        entrypoints=problem.entrypoints,
+    )
+
+
+def _run_alone(
+    slot: Slot,
+    limits: RunLimits,
+    config: SandboxConfig,
+    caps: codec.Caps,
+    source: str,
+    problem: CodeProblem,
+    spec: CheckSpec,
+) -> CheckOutcome:
+    """One hidden or sealed check in a child of its own: load the source again, run the check, end the child.
+
+    Its feedback is trusted text: an exit status or a signal number, chosen by the student's code, could carry a
+    hidden value out, so a process that exited is said to have ended in fixed words.
+    """
+    with _child(slot, limits, ALONE) as process:
+        early = _load(process, source, problem, [spec])
+        if early is not None:  # the code loaded in the shared child: now it did not (it behaves differently)
+            return CheckOutcome(_result(spec, 0.0, "not run: your code could not be loaded again", 0.0), None)
+        try:
+            return run_check(spec, _proxy(process, slot, config, caps, problem, spec))
+        except RunEnded as exc:
+            text = EXITED_HIDDEN if exc.cause == "exited" else exc.message  # the others are the grader's words
+            return CheckOutcome(_result(spec, 0.0, text, 0.0), None, RunEnded(exc.cause, text))
+
+
+BAD_RETURN_HIDDEN = (
+    "your function returned a value that cannot be checked: return plain tensors, numbers, strings, booleans, None, "
+    "or lists, tuples and dicts of them"
+)
+# The one way a run ends whose message the student's code chooses: its exit status or the signal that killed it.
+EXITED_HIDDEN = "your code's process ended (it exited or was killed)"
 
 
 @contextlib.contextmanager
@@ -92,46 +184,6 @@ def reference_child(slot: Slot, student: StudentProcess) -> Iterator[StudentProc
                 slot.needs_restart = True
     finally:
         student.resume()
-
-
-def _grade(
-    process: StudentProcess,
-    config: SandboxConfig,
-    *,
-    source: str,
-    problem: CodeProblem,
-    checks: list[CheckSpec],
-    slot: Slot | None = None,
-) -> GradeResult:
-    early = _load(process, source, problem, checks)
-    if early is not None:
-        return early
-    caps = codec.Caps(max_bytes=config.max_transfer_mb * 2**20)
-    outcomes: list[CheckOutcome] = []
-    ended: RunEnded | None = None
-    for spec in checks:
-        if ended is not None:
-            outcomes.append(CheckOutcome(verdicts.not_run(spec, ended.message), None))
-            continue
-        reference = None if slot is None else _reference_factory(slot, process)
-        proxy = SandboxProxy(
-            process,
-            call_limit_s=problem.limits.time_s,
-            check_limit_s=spec.timeout_s,
-            device=config.device,
-            caps=caps,
-            reference=reference,
-            entrypoints=problem.entrypoints,
-        )
-        try:
-            outcomes.append(run_check(spec, proxy))
-        except RunEnded as exc:
-            ended = exc
-            outcomes.append(CheckOutcome(_result(spec, 0.0, exc.message, 0.0), None))
-    results = [o.result for o in outcomes]
-    failures = [o.failure for o in outcomes if o.failure is not None]
-    verdict = verdicts.overall(results, failures, ended.cause if ended else None)
-    return GradeResult(verdict=verdict, checks=results, message=clip(ended.message, FEEDBACK_CHARS) if ended else "")
 
 
 def _reference_factory(
@@ -174,6 +226,7 @@ def _load(process: StudentProcess, source: str, problem: CodeProblem, checks: li
 def run_check(spec: CheckSpec, proxy: SandboxProxy) -> CheckOutcome:
     """Run one check; every exception but RunEnded becomes a failed (or partial) result."""
     start = time.perf_counter()
+    visible = spec.visibility is Visibility.VISIBLE
 
     def done(fraction: float, feedback: str, failure: str | None = None) -> CheckOutcome:
         return CheckOutcome(_result(spec, fraction, feedback, time.perf_counter() - start), failure)
@@ -186,11 +239,14 @@ def run_check(spec: CheckSpec, proxy: SandboxProxy) -> CheckOutcome:
     except AssertionError as exc:
         return done(0.0, str(exc) or "the check's assertion failed")
     except BadReturnValue as exc:
-        return done(0.0, exc.message, verdicts.BAD_RETURN)
+        # The refusal names the student's value (a class name of theirs): trusted words only in hidden checks.
+        return done(0.0, exc.message if visible else BAD_RETURN_HIDDEN, verdicts.BAD_RETURN)
     except StudentError as exc:
-        kind = verdicts.MEMORY if verdicts.is_memory_error(exc.type_name, exc.message) else verdicts.RAISED
-        message = sanitise(exc.message, visible=spec.visibility == Visibility.VISIBLE)
-        return done(0.0, f"your function raised {exc.type_name[:100]}: {message}", kind)
+        memory = verdicts.is_memory_error(exc.type_name, exc.message)
+        if memory and not visible:
+            return done(0.0, "your function ran out of memory", verdicts.MEMORY)
+        kind = verdicts.MEMORY if memory else verdicts.RAISED
+        return done(0.0, f"your function raised {raised(exc.type_name, exc.message, visible=visible)}", kind)
     except CheckBudgetExceeded as exc:
         return done(0.0, str(exc), verdicts.TIMEOUT)
     except CheckUsageError as exc:

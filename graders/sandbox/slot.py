@@ -1,8 +1,10 @@
-"""One slot: two uids leased for its lifetime, a warm zygote, and the spawning of one child per submission.
+"""One slot: three uids leased for its lifetime, a warm zygote, and the spawning of the children of a submission.
 
-The student's child runs as the slot's uid. A reference child (instructor code timed by ``time_reference`` while the
-student's processes are stopped) runs as the slot's second uid, in its own working dir: reaping it (which kills every
-process of its uid) can never touch the student's processes, and RLIMIT_NPROC counts them apart.
+A submission's child for its visible checks runs as the slot's uid (role STUDENT); the child of one hidden or
+sealed check, alive at the same time (the first one is stopped meanwhile), runs as the second uid (role ALONE). A
+reference child (instructor code timed by ``time_reference`` while the student's processes are stopped) runs as the
+third. Each role has its own working dir, and reaping a child (which kills every process of its uid) can never touch
+another role's processes; RLIMIT_NPROC counts them apart.
 """
 
 from __future__ import annotations
@@ -21,28 +23,31 @@ from graders.sandbox.lockdown import ChildSpec
 from graders.sandbox.student_process import ChildHandles, StudentProcess
 from graders.sandbox.zygote_client import ZygoteClient
 
-STUDENT, REFERENCE = "student", "reference"
+STUDENT, ALONE, REFERENCE = "student", "alone", "reference"
+ROLES = (STUDENT, ALONE, REFERENCE)
 
 
 class Slot:
     def __init__(self, config: SandboxConfig, cgroups: CgroupV1 | None) -> None:
         self.config, self.cgroups = config, cgroups
-        self.lease = uids.lease_uid(config.uid_base, config.lock_dir) if config.sandboxed else None
-        try:
-            self.reference_lease = uids.lease_uid(config.uid_base, config.lock_dir) if config.sandboxed else None
-        except BaseException:
-            if self.lease is not None:
-                self.lease.release()
-            raise
+        self.leases: dict[str, uids.UidLease] = {}
+        if config.sandboxed:
+            try:
+                for role in ROLES:
+                    self.leases[role] = uids.lease_uid(config.uid_base, config.lock_dir)
+            except BaseException:
+                for lease in self.leases.values():
+                    lease.release()
+                raise
         self.zygote: ZygoteClient | None = None
         self.needs_restart = False  # a cleanup failed after a result was kept: restart before the next spawn
 
     @property
     def uid(self) -> int | None:
-        return self.lease.uid if self.lease is not None else None
+        return self.uid_for(STUDENT)
 
     def uid_for(self, role: str) -> int | None:
-        lease = self.reference_lease if role == REFERENCE else self.lease
+        lease = self.leases.get(role)
         return lease.uid if lease is not None else None
 
     def ensure_zygote(self) -> ZygoteClient:
@@ -62,9 +67,10 @@ class Slot:
         """Fork a locked-down child, ready for source code. Raises SandboxError on internal failure.
 
         Args:
-            role: STUDENT (the submission) or REFERENCE (instructor code, while the student's child still lives).
+            role: STUDENT (the submission's visible checks), ALONE (one hidden check, while the STUDENT child is
+                stopped) or REFERENCE (instructor code, while the student's children are stopped).
         """
-        if role not in (STUDENT, REFERENCE):
+        if role not in ROLES:
             raise ValueError(f"unknown child role {role!r}")
         zygote = self.ensure_zygote()
         pipes = [os.pipe() for _ in range(3)]  # requests, replies, output
@@ -121,6 +127,6 @@ class Slot:
         if self.zygote is not None:
             self.zygote.close()
             self.zygote = None
-        for lease in (self.lease, self.reference_lease):
-            if lease is not None:
-                lease.release()
+        for lease in self.leases.values():
+            lease.release()
+        self.leases = {}

@@ -10,11 +10,11 @@ if isinstance(a, torch.Tensor):
 """
 
 
-def test_hidden_check_sanitises_the_students_exception(grader) -> None:  # type: ignore[no-untyped-def]
+def test_hidden_check_shows_none_of_the_students_exception_text(grader) -> None:  # type: ignore[no-untyped-def]
     support.require_jail()
     result = support.grade(grader, support.attack_source(EXFILTRATE))
     hidden = next(c for c in result.checks if c.name == "add_tensors")
     assert not hidden.passed
-    assert "ValueError" in hidden.feedback and "LEAK" in hidden.feedback  # the student still learns what raised
-    assert "0.0, 1.0, 2.0" not in hidden.feedback and "1.0, 1.0, 1.0" not in hidden.feedback
+    assert "ValueError" in hidden.feedback  # the student still learns what raised, but none of its text
+    assert "LEAK" not in hidden.feedback and "0.0" not in hidden.feedback
     support.assert_healthy(grader)

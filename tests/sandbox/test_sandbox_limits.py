@@ -28,7 +28,8 @@ while True:
 """
     result = _expect(grader, support.attack_source(body), {Verdict.TIMEOUT}, time_s=1)
     assert "ran past the 1 s limit" in result.message
-    assert result.checks[1].feedback.startswith("not run: ran past the 1 s limit")
+    # The hidden check after it runs in a child of its own, and says how that run ended in fixed words.
+    assert result.checks[1].feedback == "ran past the 1 s limit"
 
 
 def test_infinite_loop_at_import_times_out(grader):

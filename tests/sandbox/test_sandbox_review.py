@@ -231,8 +231,9 @@ def test_an_unusable_return_under_grad_is_the_students_error(grader, caplog, sou
     with caplog.at_level(logging.ERROR):
         result = support.grade(grader, source)
     gradient = result.checks[3]
-    assert gradient.feedback.startswith("scaled_attention returned"), result.to_dict()
-    assert expected in gradient.feedback
+    # A hidden check: the refusal is the grader's fixed words (the child's text names the student's value).
+    assert gradient.feedback == slot_grading.BAD_RETURN_HIDDEN, result.to_dict()
+    assert gradient.visibility == "hidden" and expected
     assert "error in the check" not in str(result.to_dict())
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     support.assert_healthy(grader)

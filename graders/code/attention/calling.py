@@ -1,9 +1,9 @@
 """Calling the student's attention function through the proxy and checking what comes back.
 
 Everything the jail reports is data the student controls, including the messages of the exceptions their code
-raises. ``student_message`` is the one place such a message is turned into feedback: for a hidden check it keeps
-the type and a short, sanitised message (runs of numbers collapsed), so a submission cannot exfiltrate hidden
-inputs by raising ``ValueError(repr(q.tolist()))``.
+raises. ``student_message`` is the one place such a message is turned into feedback: for a hidden check it names
+only a builtin exception type and shows no message (graders.code.sanitise), so a submission cannot exfiltrate
+hidden inputs by raising ``ValueError(repr(q.tolist()))`` or an exception class named after them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from torch import Tensor
 
 from graders.code.attention.inputs import AttentionCase
 from graders.code.checks import CheckFailed, StudentError, StudentProxy
-from graders.code.sanitise import sanitise
+from graders.code.sanitise import exception_name, raised
 from graders.results import Visibility
 
 INPLACE_AUTOGRAD = "a leaf Variable that requires grad is being used in an in-place operation"
@@ -26,11 +26,14 @@ INPLACE_MESSAGE = (
 
 
 def student_message(err: StudentError, *, visible: bool) -> str:
-    """``TypeName: message`` for feedback, sanitised as ``sanitise`` describes; in-place edits are named."""
+    """The exception for feedback (graders.code.sanitise.raised); in-place edits of the inputs are named.
+
+    The in-place test reads the student's message, which the student could fake: the feedback is fixed words
+    either way, so faking it gains nothing.
+    """
     if INPLACE_AUTOGRAD in err.message:
-        return f"{err.type_name[:60]} from autograd: {INPLACE_MESSAGE}"
-    text = sanitise(err.message, visible=visible)
-    return f"{err.type_name[:60]}: {text}" if text else err.type_name[:60]
+        return f"{exception_name(err.type_name, visible=visible)} from autograd: {INPLACE_MESSAGE}"
+    return raised(err.type_name, err.message, visible=visible)
 
 
 def is_visible(visibility: str) -> bool:
@@ -42,11 +45,13 @@ def student_raised(entry: str, case: AttentionCase, err: StudentError, *, visibl
     return CheckFailed(f"{entry}({case.describe()}) raised {student_message(err, visible=visible)}")
 
 
-def as_pair(result: Any, entry: str, case: AttentionCase) -> tuple[Any, Any]:
+def as_pair(result: Any, entry: str, case: AttentionCase, *, visible: bool = False) -> tuple[Any, Any]:
     """The (output, weights) pair the function must return; CheckFailed if it returned something else."""
     if isinstance(result, (tuple, list)) and len(result) == 2:
         return result[0], result[1]
-    kind = f"a {type(result).__name__} of length {len(result)}" if isinstance(result, (tuple, list)) else None
+    # A hidden check does not repeat a length the student's code chose (it could encode a hidden value).
+    length = f" of length {len(result)}" if visible and isinstance(result, (tuple, list)) else ""
+    kind = f"a {type(result).__name__}{length}" if isinstance(result, (tuple, list)) else None
     raise CheckFailed(
         f"{entry}({case.describe()}) must return a pair (output, weights); it returned {kind or type(result).__name__}"
     )
@@ -58,14 +63,17 @@ def expected_shapes(case: AttentionCase) -> tuple[tuple[int, ...], tuple[int, ..
     return (b, h, tq, dv), (b, h, tq, tk)
 
 
-def check_pair_shapes(out: Any, weights: Any, entry: str, case: AttentionCase) -> tuple[Tensor, Tensor]:
+def check_pair_shapes(
+    out: Any, weights: Any, entry: str, case: AttentionCase, *, visible: bool = False
+) -> tuple[Tensor, Tensor]:
     """Both tensors with the right shapes, or CheckFailed naming the first wrong one."""
     for what, value, shape in zip(("output", "weights"), (out, weights), expected_shapes(case), strict=True):
         if not isinstance(value, Tensor):
             raise CheckFailed(f"{entry}({case.describe()}): {what} should be a tensor, got {type(value).__name__}")
         if tuple(value.shape) != shape:
+            got = f"shape {tuple(value.shape)}" if visible else "the wrong shape"
             raise CheckFailed(
-                f"{entry}({case.describe()}): {what} has shape {tuple(value.shape)}, expected {shape} "
+                f"{entry}({case.describe()}): {what} has {got}, expected {shape} "
                 "(B, H, Tq, Dv) for the output and (B, H, Tq, Tk) for the weights"
             )
     assert isinstance(out, Tensor) and isinstance(weights, Tensor)
@@ -84,9 +92,9 @@ def call_attention(
         result = student.call(entry, *case.args, **case.kwargs)
     except StudentError as err:
         raise student_raised(entry, case, err, visible=visible) from None
-    out, weights = as_pair(result, entry, case)
+    out, weights = as_pair(result, entry, case, visible=visible)
     if not check_shapes:
         if not isinstance(out, Tensor) or not isinstance(weights, Tensor):
             raise CheckFailed(f"{entry}({case.describe()}) must return two tensors (output, weights)")
         return out.detach().cpu(), weights.detach().cpu()
-    return check_pair_shapes(out, weights, entry, case)
+    return check_pair_shapes(out, weights, entry, case, visible=visible)

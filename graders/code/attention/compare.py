@@ -1,10 +1,14 @@
 """Tensor comparison with a student-safe error report: max abs / rel error, where, and the dtype.
 
-The report never contains the expected or actual values themselves, so it is safe for hidden checks.
+The report never contains the expected or actual values themselves. For a hidden check (``visible=False``, the
+default) it also shows no exact number the student's output decides: a submission that returns values computed
+from the hidden inputs would otherwise read them back from "max abs error 1.7512 at index (0, 0, 0, 1)". Errors are
+given as an order of magnitude, counts and indices are left out, and a wrong shape names only the expected one.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -24,12 +28,24 @@ class Mismatch:
     atol: float
     against: str = "the reference"
 
-    def describe(self) -> str:
+    def describe(self, *, visible: bool = False) -> str:
+        tolerance = f"(dtype {self.dtype}; tolerance rtol={self.rtol:g}, atol={self.atol:g})"
+        if not visible:
+            return (
+                f"{self.what} differs from {self.against}: max abs error of order {magnitude(self.max_abs)}, max "
+                f"rel error of order {magnitude(self.max_rel)} {tolerance}"
+            )
         return (
             f"{self.what} differs from {self.against}: max abs error {self.max_abs:.3g}, max rel error "
-            f"{self.max_rel:.3g}, worst at index {self.index} (dtype {self.dtype}; tolerance rtol={self.rtol:g}, "
-            f"atol={self.atol:g})"
+            f"{self.max_rel:.3g}, worst at index {self.index} {tolerance}"
         )
+
+
+def magnitude(value: float) -> str:
+    """An order of magnitude, e.g. 1.75 -> "1e+00", 0.031 -> "1e-02": about five bits, whatever the value."""
+    if math.isnan(value) or math.isinf(value) or value == 0:
+        return "inf" if math.isinf(value) else ("nan" if math.isnan(value) else "0")
+    return f"1e{math.floor(math.log10(abs(value))):+03d}"
 
 
 def dtype_name(t: Tensor) -> str:
@@ -42,23 +58,26 @@ def first_index(mask: Tensor) -> tuple[int, ...]:
     return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), mask.shape))
 
 
-def shape_problem(actual: object, expected: Tensor, what: str) -> str | None:
+def shape_problem(actual: object, expected: Tensor, what: str, *, visible: bool = False) -> str | None:
     """Why ``actual`` cannot be compared with ``expected`` (not a tensor, wrong shape), or None."""
     if not isinstance(actual, Tensor):
         return f"{what} should be a tensor, got {type(actual).__name__}"
     if tuple(actual.shape) != tuple(expected.shape):
-        return f"{what} has shape {tuple(actual.shape)}, expected {tuple(expected.shape)}"
+        got = f"shape {tuple(actual.shape)}" if visible else "the wrong shape"
+        return f"{what} has {got}, expected {tuple(expected.shape)}"
     if not (actual.is_floating_point() or actual.is_complex()):
         return f"{what} has dtype {dtype_name(actual)}, expected a floating-point tensor"
     return None
 
 
-def nonfinite_problem(actual: Tensor, what: str) -> str | None:
+def nonfinite_problem(actual: Tensor, what: str, *, visible: bool = False) -> str | None:
     """Where ``actual`` holds NaN or inf, or None when all values are finite."""
     bad = ~torch.isfinite(actual)
     if not bool(bad.any()):
         return None
     kinds = "NaN" if bool(torch.isnan(actual).any()) else "inf"
+    if not visible:
+        return f"{what} contains {kinds}"
     return f"{what} contains {kinds} ({int(bad.sum())} non-finite values, first at index {first_index(bad)})"
 
 
@@ -85,19 +104,29 @@ def mismatch(
 
 
 def compare(
-    actual: object, expected: Tensor, *, rtol: float, atol: float, what: str, against: str = "the reference"
+    actual: object,
+    expected: Tensor,
+    *,
+    rtol: float,
+    atol: float,
+    what: str,
+    against: str = "the reference",
+    visible: bool = False,
 ) -> str | None:
-    """One-line problem description (shape, non-finite values, or error report), or None when they match."""
-    problem = shape_problem(actual, expected, what)
+    """One-line problem description (shape, non-finite values, or error report), or None when they match.
+
+    ``visible``: the check's inputs may be shown, so the report may give exact errors, counts and indices.
+    """
+    problem = shape_problem(actual, expected, what, visible=visible)
     if problem is not None:
         return problem
     assert isinstance(actual, Tensor)
     if bool(torch.isfinite(expected).all()):
-        problem = nonfinite_problem(actual, what)
+        problem = nonfinite_problem(actual, what, visible=visible)
         if problem is not None:
             return problem
     found = mismatch(actual, expected, rtol=rtol, atol=atol, what=what, against=against)
-    return found.describe() if found else None
+    return found.describe(visible=visible) if found else None
 
 
 def is_close(actual: object, expected: Tensor, *, rtol: float = 1e-6, atol: float = 1e-9) -> bool:

@@ -31,13 +31,13 @@ def pair():
 """
 
 
-def _spec(func, points=1.0) -> CheckSpec:
-    return CheckSpec(func.__name__, func, points, "answer", Visibility.HIDDEN, 10.0, "")
+def _spec(func, points=1.0, visibility=Visibility.HIDDEN) -> CheckSpec:
+    return CheckSpec(func.__name__, func, points, "answer", visibility, 10.0, "")
 
 
-def _run(grader, *funcs):
+def _run(grader, *funcs, visibility=Visibility.HIDDEN):
     problem = support.problem(entrypoints=("add", "scaled_attention", "detached", "boom", "apply", "pair"))
-    return grader.grade(source=SOURCE, problem=problem, checks=[_spec(f) for f in funcs])
+    return grader.grade(source=SOURCE, problem=problem, checks=[_spec(f, visibility=visibility) for f in funcs])
 
 
 def test_call_returns_plain_values(code_grader):
@@ -85,9 +85,12 @@ def test_student_exceptions_come_back_as_type_and_truncated_message(code_grader)
 
 
 def test_uncaught_student_exception_is_a_runtime_error(code_grader):
-    result = _run(code_grader, lambda student: student.call("boom", 1))
+    result = _run(code_grader, lambda student: student.call("boom", 1), visibility=Visibility.VISIBLE)
     assert result.verdict == Verdict.RUNTIME_ERROR
     assert result.checks[0].feedback.startswith("your function raised ValueError: bad input")
+    hidden = _run(code_grader, lambda student: student.call("boom", 1))  # no student text in a hidden check
+    assert hidden.verdict == Verdict.RUNTIME_ERROR
+    assert hidden.checks[0].feedback == "your function raised ValueError (hidden checks show no exception messages)"
 
 
 def test_define_and_ref(code_grader):
@@ -121,8 +124,17 @@ def test_a_check_catching_everything_cannot_hide_a_dead_process(code_grader):
         except Exception:
             return "swallowed"
 
-    result = _run(code_grader, swallow, lambda student: student.call("add", 1, 2))
+    def adds(student):
+        assert student.call("add", 1, 2) == 3
+
+    # Visible checks share one child: once it is dead, the next visible check is not run.
+    result = _run(code_grader, swallow, adds, visibility=Visibility.VISIBLE)
     assert result.verdict == Verdict.RUNTIME_ERROR
     assert "exit status 3" in result.checks[0].feedback
     assert result.checks[1].feedback.startswith("not run:")
     assert result.max_score == 2.0 and result.score == 0
+    # Hidden checks run alone: the second has a child of its own; the first says how its run ended in fixed words.
+    hidden = _run(code_grader, swallow, adds)
+    assert hidden.verdict == Verdict.RUNTIME_ERROR
+    assert hidden.checks[0].feedback == "your code's process ended (it exited or was killed)"
+    assert hidden.checks[1].passed and hidden.score == 1.0

@@ -13,8 +13,10 @@ def test_mismatch_reports_worst_index_errors_and_dtype():
     assert found.index == (1, 2)
     assert found.dtype == "float32"
     assert abs(found.max_abs - 0.5) < 1e-12 and abs(found.max_rel - 0.25) < 1e-12
-    text = found.describe()
+    text = found.describe(visible=True)
     assert "max abs error 0.5" in text and "(1, 2)" in text and "float32" in text
+    hidden = found.describe()  # hidden checks: orders of magnitude, no index (the student's output decides them)
+    assert "of order 1e-01" in hidden and "(1, 2)" not in hidden and "float32" in hidden
 
 
 def test_relative_error_ignores_expected_zeros():
@@ -30,8 +32,11 @@ def test_close_tensors_give_no_report():
 
 def test_shape_type_and_nan_problems_are_named():
     x = torch.ones(2, 2, dtype=torch.float64)
-    assert "shape (2,)" in (compare(torch.ones(2), x, rtol=0, atol=0, what="out") or "")
+    assert "shape (2,)" in (compare(torch.ones(2), x, rtol=0, atol=0, what="out", visible=True) or "")
+    assert "the wrong shape, expected (2, 2)" in (compare(torch.ones(2), x, rtol=0, atol=0, what="out") or "")
     assert "should be a tensor" in (compare([1.0], x, rtol=0, atol=0, what="out") or "")
     nan = x.clone()
     nan[0, 1] = float("nan")
-    assert "NaN" in (nonfinite_problem(nan, "out") or "") and "(0, 1)" in (nonfinite_problem(nan, "out") or "")
+    shown = nonfinite_problem(nan, "out", visible=True) or ""
+    assert "NaN" in shown and "(0, 1)" in shown
+    assert nonfinite_problem(nan, "out") == "out contains NaN"
