@@ -18,6 +18,7 @@ from app.errors import DomainError
 from app.gradebook.router import router as gradebook_router
 from app.limits import BodySizeLimit
 from app.problemsets.router import router as problemsets_router
+from app.submissions.events import GradeEvents, RedisRelay
 from app.submissions.router import router as submissions_router
 from app.users.router import router as users_router
 from app.worker.code_grader import LazyCodeGrader
@@ -37,9 +38,17 @@ def create_app(
     runtime = WorkerRuntime(settings, code_grader=code_grader)
     embedded = settings.broker_url is None and settings.workers > 0
     pool = EmbeddedPool(runtime.job, settings.workers) if embedded else None
+    # ?wait requests are woken when their grade is written: by the embedded workers directly, or through Redis
+    # from the scale-out workers (app.submissions.events).
+    grade_events = GradeEvents()
+    runtime.job.on_finished = grade_events.finished
+    broker = settings.broker_url or ""
+    relay = RedisRelay(broker, grade_events) if broker.startswith("redis") else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if relay is not None:
+            relay.start()
         if pool is not None and start_workers:
             pool.start()
             runtime.prewarm()
@@ -48,6 +57,8 @@ def create_app(
         finally:
             if pool is not None:
                 pool.stop()
+            if relay is not None:
+                relay.stop()
             runtime.close()
 
     app = FastAPI(
@@ -62,6 +73,7 @@ def create_app(
     app.state.session_factory = runtime.session_factory
     app.state.code_grader = runtime.code_grader
     app.state.pool = pool
+    app.state.grade_events = grade_events
     app.state.dispatch = _dispatcher(settings, pool)
 
     def limit_for(scope: Scope) -> int:

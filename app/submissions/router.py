@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import Annotated, Any
@@ -13,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from app.deps import Offset, PrincipalDep, RowId, RowIdQuery, SessionDep, SettingsDep
 from app.problemsets.service import loaded_version
 from app.submissions import service
+from app.submissions.events import SAFETY_POLL_S, GradeEvents
 from app.submissions.intake import parse_api_body
 from app.submissions.models import Source
 from app.submissions.presenter import submission_public, submission_summary
@@ -95,14 +97,18 @@ def _dispatch(request: Request, sub_id: int) -> None:
 
 
 async def _wait_and_read(request: Request, sub_id: int, wait: float, principal: Any) -> SubmissionPublic:
+    """Read the submission; with ``wait``, block until its grade is written (woken by the worker, not by polling)."""
     deadline = time.monotonic() + wait
-    delay = 0.005
-    while True:
-        view, finished = await run_in_threadpool(_read, request, sub_id, principal)
-        if finished or time.monotonic() >= deadline:
-            return view
-        await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-        delay = min(delay * 2, 0.1)
+    events: GradeEvents = request.app.state.grade_events
+    with events.listen(sub_id) as finished_event:  # registered before the first read: no wake-up is missed
+        while True:
+            view, finished = await run_in_threadpool(_read, request, sub_id, principal)
+            remaining = deadline - time.monotonic()
+            if finished or remaining <= 0:
+                return view
+            with contextlib.suppress(TimeoutError):  # the safety poll: a lost notification costs seconds, not all
+                await asyncio.wait_for(finished_event.wait(), min(remaining, SAFETY_POLL_S))
+            finished_event.clear()
 
 
 def _read(request: Request, sub_id: int, principal: Any) -> tuple[SubmissionPublic, bool]:

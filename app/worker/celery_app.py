@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import session_scope, utcnow
+from app.submissions.events import redis_publisher
 from app.submissions.models import Submission
 from app.worker.claims import claim, claimable, lease_expired, worker_id
 from app.worker.runtime import WorkerRuntime
@@ -99,6 +100,8 @@ def run_worker(settings: Settings, concurrency: int) -> None:
     """Grade deliveries in ``concurrency`` threads, one sandbox slot each, on a runtime built from ``settings``."""
     requeue = make_enqueue(settings, countdown=RETRY_DELAY_S)
     with WorkerRuntime(settings, slots=concurrency, requeue=requeue) as runtime:
+        if (settings.broker_url or "").startswith("redis"):  # wake the API's ?wait requests as grades land
+            runtime.job.on_finished = redis_publisher(settings.broker_url or "")
         stop = threading.Event()
         threading.Thread(target=_sweep_forever, args=(runtime, stop), name="sweeper", daemon=True).start()
         try:

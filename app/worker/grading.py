@@ -43,6 +43,8 @@ class GradingJob:
         self.code_grader = code_grader
         # Celery needs a job sent again after an internal error; the embedded pool finds queued rows by itself.
         self.requeue = requeue
+        # Told the id of every submission whose grade (or final error) was just committed: wakes ?wait requests.
+        self.on_finished: Callable[[int], None] | None = None
 
     def run(self, submission_id: int, worker: str) -> None:
         """Grade a claimed job. Any failure is ours, not the student's: it is retried, never scored 0."""
@@ -53,7 +55,8 @@ class GradingJob:
             loaded, problem_id, payload, penalty = claimed
             with Heartbeat(self.session_factory, submission_id, worker, self.settings.grading_lease_s):
                 result = grade_submission(loaded, problem_id, payload, self.code_grader)
-            self._record(submission_id, worker, result, penalty)
+            if self._record(submission_id, worker, result, penalty):
+                self._finished(submission_id)
         except Exception as exc:
             # A sandbox failure's message can quote what the submission left behind (file names): escaped, no
             # traceback. Anything else is a bug of ours and keeps its traceback.
@@ -71,12 +74,20 @@ class GradingJob:
             loaded = loaded_version(self.settings, version)
             return loaded, sub.problem_id, dict(sub.payload), late_penalty(loaded.spec, sub.created_at)
 
-    def _record(self, submission_id: int, worker: str, result: GradeResult, late_penalty: float) -> None:
+    def _finished(self, submission_id: int) -> None:
+        if self.on_finished is not None:
+            try:
+                self.on_finished(submission_id)
+            except Exception as exc:  # a waiter's safety poll still finds the grade
+                log.warning("could not announce that submission %s is finished: %s", submission_id, loggable(exc))
+
+    def _record(self, submission_id: int, worker: str, result: GradeResult, late_penalty: float) -> bool:
+        """Write the checks and the grade; False when the job was taken over meanwhile (nothing written)."""
         with session_scope(self.session_factory) as session:
             sub = session.get(Submission, submission_id, with_for_update=True)
             if sub is None or sub.claimed_by != worker or sub.status != Status.RUNNING:
                 log.warning("submission %s was taken over while grading; result dropped", submission_id)
-                return
+                return False
             previous = session.scalar(select(Grade).where(Grade.submission_id == submission_id))
             # A regrade replaces the automatic part only: what an instructor scored by hand stays.
             manual = (
@@ -117,6 +128,7 @@ class GradingJob:
             grade.settle_pending()
             session.add(grade)
             sub.status, sub.graded_at, sub.lease_until, sub.error = Status.GRADED, utcnow(), None, None
+        return True
 
     def _record_failure(self, submission_id: int, worker: str, message: str) -> None:
         requeued = False
@@ -132,6 +144,8 @@ class GradingJob:
             # Back off before the retry (a queued row's lease_until is its "not before"): a sandbox that fails
             # right now will likely fail again at once.
             sub.lease_until = utcnow() + timedelta(seconds=retry_delay_s(sub.grading_attempts)) if requeued else None
+        if not requeued:
+            self._finished(submission_id)
         if requeued and self.requeue is not None:
             self.requeue(submission_id)
 
