@@ -43,6 +43,15 @@ class Settings(BaseSettings):
         description="renewed while grading; a job whose lease ran out (its worker died) is taken over",
     )
     max_grading_attempts: int = Field(default=3, ge=1, description="internal errors are retried this often")
+    http_max_connections: int | None = Field(
+        default=None, ge=1, description="HTTP connections held at once; default and cap: the open-file limit less 512"
+    )
+    http_header_timeout_s: float = Field(
+        default=10.0, gt=0, description="a request head must arrive within this, however slowly it trickles in"
+    )
+    http_body_timeout_s: float = Field(default=120.0, gt=0, description="a request body must arrive within this")
+    http_keep_alive_s: int = Field(default=5, ge=1, description="an idle keep-alive connection is closed after this")
+    http_backlog: int = Field(default=2048, ge=1, description="listen() backlog (the kernel caps it at somaxconn)")
     secure_cookies: bool = Field(default=False, description="send the session cookie over HTTPS only")
     session_cookie: str = "autograder_session"
     session_max_age_s: int = 14 * 24 * 3600

@@ -50,12 +50,15 @@ def serve(
     """Migrate, load the shipped problem sets, create the first accounts, then serve API + embedded workers."""
     import uvicorn
 
+    from app import server_limits
     from app.main import create_app
     from app.users.service import ensure_first_accounts
     from app.worker.code_grader import LazyCodeGrader
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = settings_or_exit()
+    # Before the sandbox or the database opens anything: a connection flood must not take their fds.
+    limits = server_limits.connection_limits(settings, server_limits.raise_open_file_limit())
     if settings.sandbox == "unsafe-local":
         typer.secho(
             "WARNING: AUTOGRADER_SANDBOX=unsafe-local: student code runs WITHOUT A SANDBOX", fg="red", bold=True
@@ -73,8 +76,9 @@ def serve(
     if settings.load_problems_on_start:
         for folder in sorted(p.parent for p in settings.problems_dir.glob("*/problemset.yaml")):
             problems.load_one(sessions, folder, grader)
-    typer.echo(f"serving on http://{host}:{port} (API docs at /docs)")
-    uvicorn.run(create_app(settings, code_grader=grader), host=host, port=port, log_level="info")
+    typer.echo(f"serving on http://{host}:{port} (API docs at /docs); {server_limits.describe(limits)}")
+    asgi_app = create_app(settings, code_grader=grader)
+    uvicorn.run(asgi_app, host=host, port=port, log_level="info", **server_limits.uvicorn_options(limits))
 
 
 @app.command()
@@ -82,8 +86,11 @@ def worker(
     concurrency: Annotated[int | None, typer.Option(help="grading slots (default AUTOGRADER_WORKERS)")] = None,
 ) -> None:
     """Run grading workers: Celery workers when a broker is configured, else a database-polling pool."""
+    from app.server_limits import raise_open_file_limit
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = settings_or_exit()
+    raise_open_file_limit()
     slots = concurrency or max(1, settings.workers)
     if settings.broker_url:
         from app.worker.celery_app import run_worker
