@@ -108,10 +108,16 @@ def test_internal_failure_is_retried_then_marked_error_never_scored(accounts, ba
     shutil.rmtree(settings.data_dir / "sets", ignore_errors=True)
     requeued: list[int] = []
     job = GradingJob(settings, sessions, LazyCodeGrader(settings), requeue=requeued.append)
-    for attempt in range(1, settings.max_grading_attempts + 1):
+    attempts = settings.max_grading_attempts
+    for attempt in range(1, attempts + 1):
         with sessions() as session:
-            assert claim_next(session, worker="w:1:0", lease_s=60) == sub_id
+            assert claim_next(session, worker="w:1:0", lease_s=60, max_attempts=attempts) == sub_id
         job.run(sub_id, "w:1:0")
+        with sessions() as session:
+            # A retry waits out its delay (app.worker.claims.retry_delay_s); let it pass for the next attempt.
+            assert claim_next(session, worker="w:1:0", lease_s=60, max_attempts=attempts) is None
+            session.execute(update(Submission).where(Submission.id == sub_id).values(lease_until=None))
+            session.commit()
         with sessions() as session:
             sub = session.get(Submission, sub_id)
             assert sub.grading_attempts == attempt and sub.grade is None  # never scored 0
