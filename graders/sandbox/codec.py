@@ -105,8 +105,14 @@ class _Encoder:
 
     def _tensor(self, v: torch.Tensor, where: str) -> dict[str, Any]:
         at = f" at {where}" if where else ""
-        if v.layout != torch.strided or v.is_quantized or v.is_nested or v.device.type == "meta":
-            raise ValueRefused(f"a {v.layout} tensor{at}; only dense tensors are accepted")
+        # Name the real reason: a meta, quantized or nested tensor has the strided layout too.
+        kind = next(
+            (name for name, bad in (("meta", v.device.type == "meta"), ("quantized", v.is_quantized),
+                                    ("nested", v.is_nested)) if bad),
+            None if v.layout == torch.strided else str(v.layout).replace("torch.", ""),
+        )  # fmt: skip
+        if kind is not None:
+            raise ValueRefused(f"a {kind} tensor{at}; only dense tensors with data are accepted")
         if v.dtype not in _DTYPE_NAMES:
             raise ValueRefused(f"a tensor of dtype {v.dtype}{at}; that dtype is not supported")
         numel = v.numel()

@@ -65,7 +65,9 @@ def shape_problem(actual: object, expected: Tensor, what: str, *, visible: bool 
     if tuple(actual.shape) != tuple(expected.shape):
         got = f"shape {tuple(actual.shape)}" if visible else "the wrong shape"
         return f"{what} has {got}, expected {tuple(expected.shape)}"
-    if not (actual.is_floating_point() or actual.is_complex()):
+    if actual.is_complex():  # refused, not compared by its real part (the imaginary part would be dropped)
+        return f"{what} is complex ({dtype_name(actual)}); a real floating-point tensor is expected"
+    if not actual.is_floating_point():
         return f"{what} has dtype {dtype_name(actual)}, expected a floating-point tensor"
     return None
 

@@ -40,3 +40,9 @@ def test_shape_type_and_nan_problems_are_named():
     shown = nonfinite_problem(nan, "out", visible=True) or ""
     assert "NaN" in shown and "(0, 1)" in shown
     assert nonfinite_problem(nan, "out") == "out contains NaN"
+
+
+def test_a_complex_result_is_refused_not_compared_by_its_real_part():
+    expected = torch.ones(2, 2, dtype=torch.float64)
+    problem = compare(torch.ones(2, 2, dtype=torch.complex128) + 5j, expected, rtol=1e-7, atol=1e-9, what="weights")
+    assert problem == "weights is complex (complex128); a real floating-point tensor is expected"
