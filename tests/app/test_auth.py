@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from sqlalchemy import select
 
+from app.db import utcnow
 from app.users.models import ApiToken
 
 
@@ -156,3 +159,23 @@ def test_student_view_keeps_its_shape_and_is_documented(client, accounts, basic_
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     assert {"ProblemSetView", "ProblemView", "PartView"} <= set(schemas)
     assert "hint" in schemas["PartView"]["properties"] and "takes" in schemas["ProblemView"]["properties"]
+
+
+def test_last_use_is_written_once_a_minute_not_on_every_request(client, accounts, sessions):  # type: ignore[no-untyped-def]
+    headers = accounts["alice"].headers
+    assert client.get("/api/v1/auth/me", headers=headers).status_code == 200
+    with sessions() as session:
+        token = next(t for t in session.scalars(select(ApiToken)) if t.user_id == accounts["alice"].id)
+        first = token.last_used_at
+        token.last_used_at = first - timedelta(seconds=30)  # used half a minute ago
+        session.commit()
+    assert client.get("/api/v1/auth/me", headers=headers).status_code == 200
+    with sessions() as session:
+        token = next(t for t in session.scalars(select(ApiToken)) if t.user_id == accounts["alice"].id)
+        assert token.last_used_at == first - timedelta(seconds=30)  # a read inside the minute writes nothing
+        token.last_used_at = utcnow() - timedelta(minutes=5)
+        session.commit()
+    assert client.get("/api/v1/auth/me", headers=headers).status_code == 200
+    with sessions() as session:
+        token = next(t for t in session.scalars(select(ApiToken)) if t.user_id == accounts["alice"].id)
+        assert token.last_used_at > utcnow() - timedelta(minutes=1)
