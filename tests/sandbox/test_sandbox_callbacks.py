@@ -169,7 +169,9 @@ def _accepted(result) -> None:
 
 def test_a_trusted_function_runs_on_the_trusted_side(grader) -> None:
     seen = {}
-    double, calls = _counting()
+    threads: list[int] = []
+    double, calls = _counting(lambda x: threads.append(torch.get_num_threads()) or 2 * x)
+    before = torch.get_num_threads()
 
     def check(student):
         seen["positional"] = student.call("apply", double, torch.arange(3.0))
@@ -179,6 +181,7 @@ def test_a_trusted_function_runs_on_the_trusted_side(grader) -> None:
     assert torch.equal(seen["positional"], torch.tensor([0.0, 2.0, 4.0]))
     assert seen["keyword"].dtype == torch.float64 and torch.equal(seen["keyword"], torch.full((2,), 2.0).double())
     assert len(calls) == 2 and type(calls[0][0][0]) is torch.Tensor and set(calls[1][1]) == {"x"}
+    assert threads == [1, 1] and torch.get_num_threads() == before  # one torch thread while it runs, then restored
 
 
 def test_the_callable_in_the_jail_is_opaque_and_its_handle_fresh_per_call(grader) -> None:
