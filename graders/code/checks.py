@@ -51,6 +51,11 @@ class StudentError(Exception):
         self.message = message
 
 
+class GraderWordedError(StudentError):
+    """The student's code is at fault, but the words are the grader's (a limit it ran into): safe to show even in
+    a hidden check, where a student's own exception text never is."""
+
+
 @dataclass(frozen=True)
 class Ref:
     """A name defined inside the jail by ``StudentProxy.define``; passed as an argument, it resolves there.
@@ -59,6 +64,36 @@ class Ref:
     """
 
     name: str
+
+
+@dataclass(frozen=True, eq=False)
+class TrustedFunction:
+    """A function of the check's, handed to the student's code without ever leaving the trusted side.
+
+    Passed as an argument of ``StudentProxy.call`` (or ``call_with_grad``), it reaches the student as an opaque
+    callable: one type and repr for every function, only a random handle fresh per call. Each call the student's
+    code makes comes back over the pipe, ``fn`` runs here on the decoded arguments, and its result (tensors,
+    numbers, ... within ``codec.CALLBACK_CAPS``) goes back. Used where the student's code must receive code whose
+    inner workings must stay hidden (q7: a student's test receives layers it must classify by calling them).
+
+    ``fn`` refuses bad arguments by raising ``ArgumentRejected``, whose message the student sees; any other
+    exception reaches the student as one fixed message, the same for every function. The calls count toward the
+    student's call (its time limit; at most ``proxy.MAX_CALLBACKS`` per call) and ``fn`` may not call the student.
+    """
+
+    fn: Callable[..., Any]
+
+
+class ArgumentRejected(Exception):
+    """Raised by a TrustedFunction's ``fn``: the student's code receives ``TypeError`` or ``ValueError(message)``.
+
+    The message must depend on the arguments only, never on which function refused them.
+    """
+
+    def __init__(self, message: str, *, type_name: str = "ValueError") -> None:
+        super().__init__(message)
+        self.message = message
+        self.type_name = type_name if type_name in ("TypeError", "ValueError") else "ValueError"
 
 
 @dataclass(frozen=True)
@@ -80,7 +115,10 @@ class StudentProxy(Protocol):
     device: str  # "cpu" or "cuda": where the student's process runs tensors
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        """Call the student's function ``name``; raises StudentError if it raised."""
+        """Call the student's function ``name``; raises StudentError if it raised.
+
+        Arguments may hold ``TrustedFunction``s: the student's code can call them, they run on this side.
+        """
         ...
 
     def define(self, source: str) -> None:

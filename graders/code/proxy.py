@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import logging
+import secrets
+import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 import torch
 
-from graders.code.checks import Ref, StudentError, Timing
+from graders.code.checks import ArgumentRejected, GraderWordedError, Ref, StudentError, Timing, TrustedFunction
 from graders.sandbox import codec
 from graders.sandbox.errors import RunEnded, WireError
 from graders.sandbox.student_process import PROTOCOL_MESSAGE, StudentProcess
@@ -33,6 +36,13 @@ class BadReturnValue(StudentError):
 MALFORMED_REPLY = "the submission's process sent a malformed reply"
 TYPE_CHARS, TEXT_CHARS = 100, 500
 ReferenceFactory = Callable[[], contextlib.AbstractContextManager[StudentProcess]]
+log = logging.getLogger(__name__)
+
+# Reverse calls: how often the student's code may call the TrustedFunctions of one call, and what it is told.
+MAX_CALLBACKS = 64
+CALLBACK_LIMIT = f"called a function from the grader more than {MAX_CALLBACKS} times in one call (the limit)"
+CALLBACK_FAILED = "the function from the grader could not compute a result for these arguments"
+CALLBACK_STALE = "this function from the grader can only be called during the call that passed it to your code"
 
 
 class CheckUsageError(Exception):
@@ -45,6 +55,59 @@ class CheckBudgetExceeded(Exception):
 
 def _ref_name(value: Any) -> str | None:
     return value.name if type(value) is Ref else None
+
+
+class _Callbacks:
+    """The TrustedFunctions of one call, each under a fresh random handle, and what the student did with them."""
+
+    def __init__(self) -> None:
+        self.functions: dict[str, Callable[..., Any]] = {}
+        self.calls = 0
+        self.over_limit = False
+        self.check_error: CheckUsageError | None = None
+
+    def handle_of(self, value: Any) -> str | None:
+        if type(value) is not TrustedFunction:
+            return None
+        handle = secrets.token_hex(8)  # says nothing about the function: a new one for every argument of every call
+        self.functions[handle] = value.fn
+        return handle
+
+    def misuse(self) -> BaseException | None:
+        """What the call's outcome must be instead of the child's reply: the check's mistake, or the limit."""
+        if self.check_error is not None:
+            return self.check_error
+        if self.over_limit:
+            return GraderWordedError("RuntimeError", CALLBACK_LIMIT)
+        return None
+
+
+def _refusal(type_name: str, message: str) -> tuple[dict[str, Any], list[Any]]:
+    return {"error": "raised", "type": type_name, "message": message}, []
+
+
+_threads_lock = threading.Lock()
+_threads_saved: list[int] = []  # torch's thread count before the outermost of the reverse calls now running
+
+
+@contextlib.contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """Run a TrustedFunction on one torch thread, as the jail runs student code.
+
+    Reverse calls run trusted code many times on small tensors, where waking torch's intra-op threads costs far
+    more than the work: a q7 layer call took ~70 ms instead of ~0.3 ms on a loaded 2-core machine. The setting is
+    process-wide, so nested and concurrent uses (other gradings' threads) restore it only when the last one ends.
+    """
+    with _threads_lock:
+        _threads_saved.append(torch.get_num_threads())
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            before = _threads_saved.pop()
+            if not _threads_saved:
+                torch.set_num_threads(before)
 
 
 def fresh_inputs(value: Any) -> Any:
@@ -99,12 +162,14 @@ class SandboxProxy:
         self._entrypoints = frozenset(entrypoints) if entrypoints is not None else None
         self._call_limit_s, self._check_limit_s = call_limit_s, check_limit_s
         self._deadline = time.monotonic() + check_limit_s
+        self._answering = False  # a TrustedFunction is running: it may not call the student (no nested calls)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         self._check_name(name)
-        tree, buffers = self._encode((args, kwargs))
-        reply = self._request({"op": "call", "name": name, "args": tree["v"][0], "kwargs": tree["v"][1]}, buffers)
-        return self._decode(reply)
+        callbacks = _Callbacks()
+        tree, buffers = self._encode((args, kwargs), callbacks)
+        msg = {"op": "call", "name": name, "args": tree["v"][0], "kwargs": tree["v"][1]}
+        return self._decode(self._request(msg, buffers, callbacks=callbacks))
 
     def define(self, source: str) -> None:
         names = _top_level_names(source)
@@ -116,10 +181,11 @@ class SandboxProxy:
     ) -> tuple[Any, list[Any]]:
         self._check_name(name)
         _check_wrt(args, wrt)
-        tree, buffers = self._encode((tuple(args), dict(kwargs), list(grad_outputs)))
+        callbacks = _Callbacks()
+        tree, buffers = self._encode((tuple(args), dict(kwargs), list(grad_outputs)), callbacks)
         a, k, g = tree["v"]
         msg = {"op": "call", "name": name, "args": a, "kwargs": k, "grad": {"wrt": list(wrt), "grad_outputs": g}}
-        value = self._decode(self._request(msg, buffers))
+        value = self._decode(self._request(msg, buffers, callbacks=callbacks))
         if type(value) is not tuple or len(value) != 2 or type(value[1]) not in (list, tuple):
             raise self._process.end_run("protocol", MALFORMED_REPLY)
         outputs, grads = value
@@ -190,13 +256,23 @@ class SandboxProxy:
             raise CheckUsageError(f"Ref({name!r}) names nothing the check defined with student.define()")
         return name
 
-    def _encode(self, value: Any) -> tuple[Any, list[Any]]:
+    def _encode(self, value: Any, callbacks: _Callbacks | None = None) -> tuple[Any, list[Any]]:
+        fn_of = callbacks.handle_of if callbacks is not None else None
         try:
-            return codec.encode_value(value, self._caps, ref_of=self._ref_of)
+            return codec.encode_value(value, self._caps, ref_of=self._ref_of, fn_of=fn_of)
         except codec.ValueRefused as exc:
             raise TypeError(f"the check passed a value the sandbox cannot carry: {exc}") from None
 
-    def _request(self, msg: dict[str, Any], buffers: list[Any], process: StudentProcess | None = None) -> Frame:
+    def _request(
+        self,
+        msg: dict[str, Any],
+        buffers: list[Any],
+        process: StudentProcess | None = None,
+        *,
+        callbacks: _Callbacks | None = None,
+    ) -> Frame:
+        if self._answering:
+            raise CheckUsageError("a TrustedFunction called the student's code: reverse calls cannot nest")
         process = process or self._process
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
@@ -205,7 +281,11 @@ class SandboxProxy:
             timeout, limit = remaining, self._check_limit_s
         else:
             timeout, limit = self._call_limit_s, self._call_limit_s
-        frame = process.request(msg, buffers, timeout, limit_s=limit)
+        on_callback = None if callbacks is None else lambda frame: self._answer_callback(callbacks, frame)
+        frame = process.request(msg, buffers, timeout, limit_s=limit, on_callback=on_callback)
+        misuse = callbacks.misuse() if callbacks is not None else None
+        if misuse is not None:
+            raise misuse
         reply = frame.msg
         if reply.get("ok") is True:
             return frame
@@ -222,6 +302,54 @@ class SandboxProxy:
         # Every request to the student's child was checked above before it was sent, so a "usage" answer (or
         # anything else) from it is the submission interfering with the grader, never the check's mistake.
         raise process.end_run("protocol", PROTOCOL_MESSAGE)
+
+    def _answer_callback(self, callbacks: _Callbacks, frame: Frame) -> tuple[dict[str, Any], list[Any]]:
+        """One reverse call of the student's code: the TrustedFunction's result on the decoded arguments, or a refusal.
+
+        The frame is the student's to forge: one that is malformed, over ``codec.CALLBACK_CAPS`` or past the limit
+        (which the child's own proxy never sends) ends the run; a well-formed one is answered with what the
+        function computes or a refusal, never with anything else. The function's errors reach the student as a
+        plain exception (``ArgumentRejected``'s message, else one fixed message), never as the check's failure.
+        """
+        if sum(len(b) for b in frame.buffers) > codec.CALLBACK_CAPS.max_bytes:
+            raise self._process.end_run("protocol", PROTOCOL_MESSAGE)
+        callbacks.calls += 1
+        if callbacks.calls > MAX_CALLBACKS + 1:  # after the "limit" answer the child refuses every call itself
+            raise self._process.end_run("protocol", PROTOCOL_MESSAGE)
+        if callbacks.calls > MAX_CALLBACKS:
+            callbacks.over_limit = True
+            return {"error": "limit", "message": CALLBACK_LIMIT}, []
+        handle = frame.msg.get("h")
+        fn = callbacks.functions.get(handle) if type(handle) is str else None
+        tree = {"t": "tuple", "v": [frame.msg.get("args"), frame.msg.get("kwargs")]}
+        try:  # one decoder for both, so that they share the caps and cannot share a buffer
+            args, kwargs = codec.decode_value(tree, frame.buffers, codec.CALLBACK_CAPS, device=self._device_for)
+        except WireError:
+            raise self._process.end_run("protocol", PROTOCOL_MESSAGE) from None
+        if type(args) is not tuple or type(kwargs) is not dict:
+            raise self._process.end_run("protocol", PROTOCOL_MESSAGE)
+        if fn is None:
+            return _refusal("RuntimeError", CALLBACK_STALE)
+        self._answering = True
+        try:
+            with _one_torch_thread():
+                out = fn(*args, **kwargs)
+        except ArgumentRejected as exc:
+            return _refusal(exc.type_name, exc.message[:TEXT_CHARS])
+        except CheckUsageError as exc:
+            callbacks.check_error = callbacks.check_error or exc
+            return _refusal("RuntimeError", CALLBACK_FAILED)
+        except Exception as exc:
+            log.debug("a TrustedFunction raised %s on the student's arguments", type(exc).__name__)
+            return _refusal("RuntimeError", CALLBACK_FAILED)
+        finally:
+            self._answering = False
+        try:
+            tree, buffers = codec.encode_value(out, codec.CALLBACK_CAPS)
+        except codec.ValueRefused:
+            log.debug("a TrustedFunction returned a value the wire cannot carry back")
+            return _refusal("RuntimeError", CALLBACK_FAILED)
+        return {"ok": True, "value": tree}, buffers
 
     def _decode(self, frame: Frame) -> Any:
         if "value" not in frame.msg:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from graders.code import verdicts
-from graders.code.checks import CheckFailed, CheckSpec, StudentError
+from graders.code.checks import CheckFailed, CheckSpec, GraderWordedError, StudentError
 from graders.code.proxy import BadReturnValue, CheckBudgetExceeded, CheckUsageError, SandboxProxy
 from graders.code.sanitise import raised
 from graders.model import CodeProblem
@@ -241,6 +241,8 @@ def run_check(spec: CheckSpec, proxy: SandboxProxy) -> CheckOutcome:
     except BadReturnValue as exc:
         # The refusal names the student's value (a class name of theirs): trusted words only in hidden checks.
         return done(0.0, exc.message if visible else BAD_RETURN_HIDDEN, verdicts.BAD_RETURN)
+    except GraderWordedError as exc:
+        return done(0.0, f"your function raised {exc.type_name}: {exc.message}", verdicts.RAISED)
     except StudentError as exc:
         memory = verdicts.is_memory_error(exc.type_name, exc.message)
         if memory and not visible:

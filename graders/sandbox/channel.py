@@ -61,7 +61,7 @@ class ChildChannel:
     def send(self, data: bytes, deadline: float) -> None:
         view = memoryview(data)
         while view:
-            _, writable = self._wait([self.to_child], deadline)
+            _, writable = self._wait([self.to_child], deadline, replies=False)
             if self.to_child in writable:
                 try:
                     view = view[os.write(self.to_child, view[:CHUNK]) :]
@@ -85,14 +85,17 @@ class ChildChannel:
                 if n == 0:
                     raise ChildClosed("the child closed its reply pipe")
 
-    def _wait(self, writers: list[int], deadline: float) -> tuple[list[int], list[int]]:
+    def _wait(self, writers: list[int], deadline: float, *, replies: bool = True) -> tuple[list[int], list[int]]:
         """Block until the reply fd (or a writer) is ready, draining output meanwhile: output never stalls the child.
+
+        While sending, the reply fd is not watched (``replies=False``): a child that writes frames while a request
+        or a reverse call's answer is still going out would otherwise make this loop spin until the deadline.
 
         poll, not select: select() cannot watch fd numbers above 1023, and a server holding many connections (or a
         client flooding it) hands the grader such numbers; every grading would then fail.
         """
         while True:
-            readers = [self.from_child] + ([self.output_fd] if self.output_open else [])
+            readers = ([self.from_child] if replies else []) + ([self.output_fd] if self.output_open else [])
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError

@@ -2,6 +2,10 @@
 
 Everything here runs after lock_down, beside student code that may have patched anything in this process: the
 child only ever reports data (values, exception type and message); the trusted side decides what it means.
+
+A function the trusted side hands the student (a function handle in a call's arguments) becomes a
+``TrustedCallable``: calling it sends a reverse call (``wire.CALLBACK``) and blocks until the trusted side answers
+with what the function computed there. Nothing of the function itself is ever here.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import builtins
 import contextlib
 import os
 import sys
+import threading
 import traceback
 import types
 from collections.abc import Callable
@@ -18,6 +23,7 @@ from typing import Any
 import torch
 
 from graders.sandbox import codec, lockdown, wire
+from graders.sandbox.errors import WireError
 
 SUBMISSION_FILE = "submission.py"
 MESSAGE_CHARS = 2000
@@ -25,6 +31,35 @@ MESSAGE_CHARS = 2000
 
 class Usage(Exception):
     """The check asked for something impossible (an instructor error, reported as such)."""
+
+
+# What a trusted function's refusal may be raised as in student code; anything else becomes a RuntimeError.
+_REFUSAL_TYPES: dict[str, type[Exception]] = {"TypeError": TypeError, "ValueError": ValueError}
+
+
+class TrustedCallable:
+    """A function of the trusted side, as the student's code holds it: calls go back over the pipe.
+
+    Opaque on purpose (a q7 test must not tell layers apart without calling them): one type and one repr for every
+    function, no code, closure, source or ``__dict__`` of its own; the only state is the random handle the trusted
+    side chose for this call, which says nothing about the function behind it.
+    """
+
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle: str) -> None:
+        self._handle = handle
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _server is None:
+            raise RuntimeError("a function from the grader can only be called while the grader calls your code")
+        return _server.reverse_call(self._handle, args, kwargs)
+
+    def __repr__(self) -> str:
+        return "<function from the grader>"
+
+
+_server: Server | None = None
 
 
 def _exception_reply(exc: BaseException) -> dict[str, Any]:
@@ -56,14 +91,27 @@ class Server:
         self.module: types.ModuleType | None = None
         self.helpers: dict[str, Any] = {"__builtins__": builtins, "__name__": "autograder_helpers"}
         self.reader = wire.FrameReader(caps.max_bytes)
+        # The request being served, and its reverse calls so far: callbacks are numbered 1, 2, ... per request.
+        self.request_id: str | None = None
+        self.callbacks = 0
+        self.refused: str | None = None  # the trusted side's "limit" answer: every later callback fails alike
+        self.callback_lock = threading.Lock()
 
     def serve(self) -> None:
+        global _server
+        _server = self
         while True:
             frame = wire.read_frame_blocking(lockdown.RPC_IN_FD, self.reader)
             if frame is None:
                 return
-            reply, buffers = self.handle(frame)
-            reply["id"] = frame.msg.get("id")
+            request_id = frame.msg.get("id")
+            self.request_id = request_id if type(request_id) is str else None
+            self.callbacks, self.refused = 0, None
+            try:
+                reply, buffers = self.handle(frame)
+            finally:
+                self.request_id = None
+            reply["id"] = request_id
             _flush_std()
             wire.write_all(lockdown.RPC_OUT_FD, wire.encode_frame(reply, buffers))
 
@@ -122,8 +170,58 @@ class Server:
 
     def _decode(self, tree: Any, buffers: list[bytearray]) -> Any:
         return codec.decode_value(
-            tree, buffers, self.caps, resolve_ref=self._resolve, device=lambda kind: torch.device(self.device)
+            tree,
+            buffers,
+            self.caps,
+            resolve_ref=self._resolve,
+            device=self._device,
+            resolve_fn=TrustedCallable,
         )
+
+    def _device(self, kind: str) -> torch.device:
+        return torch.device(self.device)
+
+    def reverse_call(self, handle: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call the trusted function behind ``handle``: one callback frame out, one answer back, nothing between.
+
+        Refused here, as an exception in the student's code: outside a request, while another reverse call is in
+        flight (from a thread), arguments the wire cannot carry or over ``codec.CALLBACK_CAPS`` (a TrustedCallable
+        among them), and every call after the trusted side said the call's limit was reached.
+        """
+        if self.request_id is None:
+            raise RuntimeError("a function from the grader can only be called while the grader calls your code")
+        if self.refused is not None:
+            raise RuntimeError(self.refused)
+        if not self.callback_lock.acquire(blocking=False):
+            raise RuntimeError("a function from the grader cannot be called before its previous call has returned")
+        try:
+            try:
+                tree, buffers = codec.encode_value((tuple(args), dict(kwargs)), codec.CALLBACK_CAPS)
+            except codec.ValueRefused as exc:
+                raise TypeError(f"a function from the grader cannot take this argument: {exc}") from None
+            self.callbacks += 1
+            seq = self.callbacks
+            msg = {"op": wire.CALLBACK, "id": self.request_id, "seq": seq, "h": handle}
+            msg |= {"args": tree["v"][0], "kwargs": tree["v"][1]}
+            wire.write_all(lockdown.RPC_OUT_FD, wire.encode_frame(msg, buffers))
+            frame = wire.read_frame_blocking(lockdown.RPC_IN_FD, self.reader)
+        finally:
+            self.callback_lock.release()
+        return self._callback_result(frame, seq)
+
+    def _callback_result(self, frame: wire.Frame | None, seq: int) -> Any:
+        if frame is None or frame.msg.get("op") != wire.CALLBACK_REPLY or frame.msg.get("seq") != seq:
+            raise RuntimeError("the grader's answer to a call of its function was lost")
+        msg = frame.msg
+        if msg.get("ok") is True:
+            try:
+                return codec.decode_value(msg.get("value"), frame.buffers, codec.CALLBACK_CAPS, device=self._device)
+            except WireError:  # not this package's own exception type in student code
+                raise RuntimeError("the grader's answer to a call of its function was malformed") from None
+        message = str(msg.get("message", ""))[:MESSAGE_CHARS]
+        if msg.get("error") == "limit":
+            self.refused = message
+        raise _REFUSAL_TYPES.get(str(msg.get("type")), RuntimeError)(message)
 
     def _resolve(self, name: str) -> Any:
         if name not in self.helpers:

@@ -1,8 +1,15 @@
-"""Values on the wire: tensors, Python scalars, strings and lists/tuples/dicts of those, plus named references.
+"""Values on the wire: tensors, Python scalars, strings and lists/tuples/dicts of those, plus named references
+and handles of trusted functions.
 
 A value becomes a JSON tree (every JSON object is a tagged node) and a list of raw tensor buffers. Only exact
 built-in types are accepted (``type(x) is float``, not isinstance): a subclass can carry student code (``__eq__``,
 ``__float__``, ``__torch_function__``) into the checker, so it is refused with a message the student understands.
+
+A function handle (``{"t": "fn", "h": ...}``) is how the trusted side hands the child a function that stays on the
+trusted side: only the random handle crosses, and the child turns it into an opaque callable whose calls are
+reverse calls over the pipes (``child.TrustedCallable``). Only a sender with ``fn_of`` writes one and only a
+receiver with ``resolve_fn`` accepts one: the trusted side never accepts a handle, so a callback's arguments or a
+student's return value cannot carry one back.
 """
 
 from __future__ import annotations
@@ -48,6 +55,12 @@ class Caps:
     max_bytes: int = 256 * 1024 * 1024
 
 
+# Arguments and results of reverse calls (the child calling a trusted function): small by design, so that the
+# trusted side never runs a trusted function on more than this, whatever the student passes.
+CALLBACK_CAPS = Caps(max_depth=8, max_items=1000, max_elements=4 * 1024 * 1024, max_bytes=16 * 1024 * 1024)
+MAX_HANDLE_CHARS = 64
+
+
 @dataclass(frozen=True)
 class WireRef:
     """A name resolved on the receiving side (the child's table of instructor-defined helpers)."""
@@ -63,8 +76,10 @@ def _describe(value: Any) -> str:
 
 
 class _Encoder:
-    def __init__(self, caps: Caps, ref_of: Callable[[Any], str | None] | None) -> None:
-        self.caps, self.ref_of = caps, ref_of
+    def __init__(
+        self, caps: Caps, ref_of: Callable[[Any], str | None] | None, fn_of: Callable[[Any], str | None] | None
+    ) -> None:
+        self.caps, self.ref_of, self.fn_of = caps, ref_of, fn_of
         self.buffers: list[Any] = []
         self.items = 0
         self.nbytes = 0
@@ -96,6 +111,9 @@ class _Encoder:
         name = self.ref_of(v) if self.ref_of is not None else None
         if name is not None:
             return {"t": "ref", "n": name}
+        handle = self.fn_of(v) if self.fn_of is not None else None
+        if handle is not None:
+            return {"t": "fn", "h": handle}
         raise ValueRefused(f"a {_describe(v)}{' at ' + where if where else ''}; {EXPECTED}")
 
     def _pair(self, k: Any, x: Any, where: str, depth: int) -> list[Any]:
@@ -133,9 +151,20 @@ class _Encoder:
         }
 
 
-def encode_value(value: Any, caps: Caps, *, ref_of: Callable[[Any], str | None] | None = None) -> tuple[Any, list[Any]]:
-    """Turn a value into (JSON tree, raw buffers). Raises ValueRefused with a student-readable message."""
-    enc = _Encoder(caps, ref_of)
+def encode_value(
+    value: Any,
+    caps: Caps,
+    *,
+    ref_of: Callable[[Any], str | None] | None = None,
+    fn_of: Callable[[Any], str | None] | None = None,
+) -> tuple[Any, list[Any]]:
+    """Turn a value into (JSON tree, raw buffers). Raises ValueRefused with a student-readable message.
+
+    Args:
+        ref_of: the name of a value to send as a reference, or None.
+        fn_of: the handle of a value to send as a trusted function, or None (the trusted side's proxy only).
+    """
+    enc = _Encoder(caps, ref_of, fn_of)
     tree = enc.encode(value, "", 0)
     return tree, enc.buffers
 
@@ -147,8 +176,10 @@ class _Decoder:
         caps: Caps,
         resolve_ref: Callable[[str], Any] | None,
         device: Callable[[str], torch.device] | None,
+        resolve_fn: Callable[[str], Any] | None = None,
     ) -> None:
         self.buffers, self.caps, self.resolve_ref, self.device = buffers, caps, resolve_ref, device
+        self.resolve_fn = resolve_fn
         self.used: set[int] = set()
         self.items = 0
 
@@ -179,6 +210,8 @@ class _Decoder:
             return self._tensor(node)
         if tag == "ref":
             return self._ref(node.get("n"))
+        if tag == "fn":
+            return self._fn(node.get("h"))
         raise WireError(f"unknown node tag {str(tag)[:40]!r}")
 
     def _dict(self, pairs: Any, depth: int) -> dict[str, Any]:
@@ -195,6 +228,13 @@ class _Decoder:
         if type(name) is not str or self.resolve_ref is None:
             raise WireError("a reference is not allowed here")
         return self.resolve_ref(name)
+
+    def _fn(self, handle: Any) -> Any:
+        if self.resolve_fn is None:
+            raise WireError("a function handle is not allowed here")
+        if type(handle) is not str or not 0 < len(handle) <= MAX_HANDLE_CHARS:
+            raise WireError("a function handle must be a short string")
+        return self.resolve_fn(handle)
 
     def _tensor(self, node: dict[str, Any]) -> torch.Tensor:
         dtype = DTYPES.get(node.get("dtype"))  # type: ignore[arg-type]
@@ -238,11 +278,14 @@ def decode_value(
     *,
     resolve_ref: Callable[[str], Any] | None = None,
     device: Callable[[str], torch.device] | None = None,
+    resolve_fn: Callable[[str], Any] | None = None,
 ) -> Any:
     """Rebuild a value from (JSON tree, raw buffers). Raises WireError on anything malformed or over the caps.
 
     Args:
         resolve_ref: maps a reference name to its value; None refuses references (the trusted side does).
         device: maps a sender's device type ("cuda") to where the tensor goes here; None keeps tensors on the CPU.
+        resolve_fn: maps a function handle to the callable standing for it; None refuses handles (the trusted side
+            always does).
     """
-    return _Decoder(buffers, caps, resolve_ref, device).decode(tree, 0)
+    return _Decoder(buffers, caps, resolve_ref, device, resolve_fn).decode(tree, 0)

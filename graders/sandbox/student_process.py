@@ -11,6 +11,7 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,8 @@ PROTOCOL_MESSAGE = (
     "the channel between your code and the grader was corrupted (does your code write to file descriptors it did "
     "not open?)"
 )
+# Answers one reverse call of the child (a wire.CALLBACK frame): the reply's message and buffers.
+CallbackHandler = Callable[[wire.Frame], tuple[dict[str, Any], list[Any]]]
 
 
 @dataclass
@@ -67,32 +70,54 @@ class StudentProcess:
             raise SandboxError(f"the child failed its lockdown: {str(frame.msg.get('error'))[:500]}")
 
     def request(
-        self, msg: dict[str, Any], buffers: list[Any], timeout_s: float, *, limit_s: float | None = None
+        self,
+        msg: dict[str, Any],
+        buffers: list[Any],
+        timeout_s: float,
+        *,
+        limit_s: float | None = None,
+        on_callback: CallbackHandler | None = None,
     ) -> wire.Frame:
         """One round trip. Raises RunEnded when the child cannot answer (and is then already killed).
 
         Args:
-            timeout_s: wall-clock budget of this round trip.
+            timeout_s: wall-clock budget of this round trip, reverse calls and their answers included.
             limit_s: the limit named to the student if it runs out (defaults to timeout_s).
+            on_callback: answers the child's reverse calls while it serves this request; without it, a reverse call
+                is a protocol error. Every frame must carry this request's id and reverse calls must be numbered
+                1, 2, ... (``wire.CALLBACK``); anything else ends the run.
         """
         if self.ended is not None:
             raise self.ended
         msg = {**msg, "id": secrets.token_hex(8)}  # a reply forged in advance cannot carry this
         deadline = time.monotonic() + timeout_s
+        outgoing, seq = wire.encode_frame(msg, buffers), 0
+        while True:
+            frame = self._exchange(outgoing, deadline, limit_s or timeout_s)
+            if frame.msg.get("id") != msg["id"]:
+                raise self._end("protocol", PROTOCOL_MESSAGE)
+            if frame.msg.get("op") != wire.CALLBACK:
+                return frame
+            seq += 1
+            if on_callback is None or frame.msg.get("seq") != seq:
+                raise self._end("protocol", PROTOCOL_MESSAGE)
+            reply, reply_buffers = on_callback(frame)  # may end the run itself (a malformed reverse call)
+            reply |= {"op": wire.CALLBACK_REPLY, "id": msg["id"], "seq": seq}
+            outgoing = wire.encode_frame(reply, reply_buffers)
+
+    def _exchange(self, outgoing: bytes, deadline: float, limit_s: float) -> wire.Frame:
+        """Send one frame, then wait for the child's next one; every way that fails ends the run."""
         try:
-            self.channel.send(wire.encode_frame(msg, buffers), deadline)
-            frame = self.channel.receive(deadline)
+            self.channel.send(outgoing, deadline)
+            return self.channel.receive(deadline)
         except TimeoutError:
-            raise self._end("timeout", f"ran past the {limit_s or timeout_s:g} s limit") from None
+            raise self._end("timeout", f"ran past the {limit_s:g} s limit") from None
         except OutputExceeded:
             raise self._end("output", f"printed more than {self.h.limits.output_kb} KiB of output") from None
         except WireError:
             raise self._end("protocol", PROTOCOL_MESSAGE) from None
         except ChildClosed:
             raise self._died() from None
-        if frame.msg.get("id") != msg["id"]:
-            raise self._end("protocol", PROTOCOL_MESSAGE)
-        return frame
 
     def end_run(self, cause: str, message: str) -> RunEnded:
         """Stop the run for a reason found by the caller (a reply it could not accept)."""

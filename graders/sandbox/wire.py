@@ -18,6 +18,13 @@ from graders.sandbox.errors import WireError
 MAX_HEADER_BYTES = 4 * 1024 * 1024
 _LEN = struct.Struct("<I")
 
+# Reverse calls (docs/sandbox.md, "Trusted functions"). While it serves a request, the child may send
+#   {"op": CALLBACK, "id": <that request's id>, "seq": 1, 2, ..., "h": <handle>, "args": [...], "kwargs": {...}}
+# and then waits; the trusted side answers each with
+#   {"op": CALLBACK_REPLY, "id": ..., "seq": ..., "ok": true, "value": ...}  or  {..., "error": ..., "message": ...}
+# and goes on waiting for the request's own reply. Nothing else may come in between.
+CALLBACK, CALLBACK_REPLY = "callback", "callback_reply"
+
 
 @dataclass
 class Frame:

@@ -99,6 +99,7 @@ BAD_TREES = {
     "unknown_tag": ({"t": "pickle", "v": "..."}, []),
     "raw_list": ([1, 2], []),
     "ref_refused": ({"t": "ref", "n": "x"}, []),
+    "function_handle_refused": ({"t": "fn", "h": "0123456789abcdef"}, []),
     "dict_non_str_key": ({"t": "dict", "v": [[1, 2]]}, []),
 }
 
@@ -107,6 +108,26 @@ BAD_TREES = {
 def test_malformed_values_raise_wire_error(tree, buffers):
     with pytest.raises(WireError):
         codec.decode_value(json.loads(json.dumps(tree)), buffers, CAPS)
+
+
+def test_function_handles_cross_only_where_both_sides_ask_for_them():
+    sent: dict[str, object] = {}
+
+    def fn_of(value):
+        if callable(value):
+            sent["h"] = "0123456789abcdef"
+            return sent["h"]
+        return None
+
+    tree, buffers = codec.encode_value((len, torch.ones(2)), CAPS, fn_of=fn_of)
+    assert tree["v"][0] == {"t": "fn", "h": "0123456789abcdef"}
+    got = codec.decode_value(tree, buffers, CAPS, resolve_fn=lambda h: ("handle", h))
+    assert got[0] == ("handle", sent["h"]) and torch.equal(got[1], torch.ones(2))
+    with pytest.raises(codec.ValueRefused):  # no fn_of: a function is refused like any other object
+        codec.encode_value(len, CAPS)
+    for handle in (None, 5, "", "h" * 65, ["x"]):
+        with pytest.raises(WireError, match="handle"):
+            codec.decode_value({"t": "fn", "h": handle}, [], CAPS, resolve_fn=lambda h: h)
 
 
 def test_bool_bytes_are_sanitised():

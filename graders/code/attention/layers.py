@@ -1,16 +1,21 @@
-"""q7's layers: instructor source ``define()``d in the jail and handed to the student's test as ``Ref(name)``.
+"""q7's layers: trusted functions handed to the student's test as opaque callables (``checks.TrustedFunction``).
 
 Each layer is ``layer(x, key_valid=None)`` with x (B, T, D) float and key_valid (B, T) bool (True = valid),
-returning (B, T, D); weights come from a fixed seed, in x's dtype, for any D. Half are permutation-equivariant
-(the student's test must return), half are not (it must raise AssertionError). The source is not secret (it runs
-beside the student's code).
+returning (B, T, D) in x's dtype on x's device, for any D. Half are permutation-equivariant (the student's test must
+return), half are not (it must raise AssertionError).
 
-Nothing about a layer object may tell a test which layer it is, or the test could answer without testing (the
-review's attack: ``assert layer.__name__ in ("_ag_layer_0", ...)``). So ``layers_source`` writes each layer's
-``def`` under a random name (``secrets.token_hex``), which is also its ``__name__``, ``__qualname__`` and code
-name, in a random order, and no fixed name refers to it. What cannot be hidden: the layer runs in the student's
-process, so a submission that disassembles ``layer.__code__`` (its constants, its bytecode) can still fingerprint
-it; that is reverse-engineering the grader, not a by-name shortcut, and shows in the code.
+Nothing about a layer may tell a test which layer it is without testing it (the review's attacks: a fixed name,
+then ``layer.__code__.co_consts`` and a patched ``builtins.compile`` reading the source the grader sent). So the
+layers never enter the jail: the test holds a proxy whose calls come back here over the pipe (docs/sandbox.md,
+"Trusted functions"), one type and repr for every layer, distinguished only by a random handle that is new for
+every call. What a test can still observe is what any caller can:
+
+- outputs: the weights are drawn from a fresh random seed for every layer set (``make_layers``), so a test cannot
+  look a layer's outputs up in a table computed from this file;
+- refusals: ``_arguments`` checks the arguments the same way for every layer before any layer runs, and every
+  other failure reaches the student as one fixed message (``proxy.CALLBACK_FAILED``); the layers compute in
+  float64 and cast back, so no dtype works for one layer and fails for another;
+- time: a Transformer block takes longer than one attention. That is a measurement of the layer, not a shortcut.
 
 A layer that ignores key_valid entirely is still equivariant, so "ignores the mask" is represented by a layer
 that uses the mask by position (as a prefix length), which breaks equivariance when the mask is permuted.
@@ -18,8 +23,20 @@ that uses the mask by position (as a prefix length), which breaks equivariance w
 
 from __future__ import annotations
 
+import math
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from graders.code.checks import ArgumentRejected, TrustedFunction
+
+# What one call may ask of the trusted side (it runs there, on the grader's CPU and memory).
+MAX_BATCH, MAX_TOKENS, MAX_FEATURES = 32, 128, 256
+USAGE = "layer(x, key_valid=None) takes x, a (B, T, D) floating-point tensor, and key_valid, None or a (B, T) tensor"
 
 
 @dataclass(frozen=True)
@@ -43,86 +60,128 @@ LAYERS = [
     ),
 ]
 
-# Shared by every layer, so naming them says nothing about which layer calls them.
-_HELPERS = """
-def _ag_weights(d, like, seed, count):
-    import torch
 
+def _weights(d: int, like: Tensor, seed: int, count: int) -> Tensor:
     g = torch.Generator().manual_seed(seed)
-    w = torch.randn(count, d, d, generator=g, dtype=torch.float64) / d ** 0.5
-    return w.to(dtype=like.dtype, device=like.device)
+    w = torch.randn(count, d, d, generator=g, dtype=torch.float64) / d**0.5
+    return w.to(device=like.device)
 
 
-def _ag_attend(x, key_valid, seed, causal=False, heads=1):
-    import math
-    import torch
-
+def _attend(x: Tensor, key_valid: Tensor | None, w: Tensor, *, causal: bool = False, heads: int = 1) -> Tensor:
     b, t, d = x.shape
     heads = heads if d % heads == 0 else 1
-    wq, wk, wv = _ag_weights(d, x, seed, 3)
-    q, k, v = ((x @ w).reshape(b, t, heads, d // heads).transpose(1, 2) for w in (wq, wk, wv))
+    q, k, v = ((x @ w[i]).reshape(b, t, heads, d // heads).transpose(1, 2) for i in range(3))
     s = q @ k.transpose(-1, -2) / math.sqrt(d // heads)
     allowed = torch.ones(b, 1, t, t, dtype=torch.bool, device=x.device)
     if key_valid is not None:
-        allowed = allowed & key_valid.to(torch.bool).reshape(b, 1, 1, t)
+        allowed = allowed & key_valid.reshape(b, 1, 1, t)
     if causal:
         allowed = allowed & torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
-    w = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1).nan_to_num(0.0)
-    return (w @ v).transpose(1, 2).reshape(b, t, d)
-"""
+    weights = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1).nan_to_num(0.0)
+    return (weights @ v).transpose(1, 2).reshape(b, t, d)
 
-# One ``def {name}`` per layer; {name} is filled with a random identifier per definition.
-_BODIES = {
-    "attention": """
-def {name}(x, key_valid=None):
-    return _ag_attend(x, key_valid, 101)
-""",
-    "positions": """
-def {name}(x, key_valid=None):
-    import torch
 
+def _attention(x: Tensor, key_valid: Tensor | None, seed: int) -> Tensor:
+    return _attend(x, key_valid, _weights(x.shape[-1], x, seed, 3))
+
+
+def _positions(x: Tensor, key_valid: Tensor | None, seed: int) -> Tensor:
     t, d = x.shape[1], x.shape[2]
     pos = torch.arange(t, dtype=torch.float64)[:, None]
     freq = torch.exp(-torch.arange(d, dtype=torch.float64) * (4.0 / max(d, 1)))[None, :]
     pe = torch.where(torch.arange(d)[None, :] % 2 == 0, torch.sin(pos * freq), torch.cos(pos * freq))
-    return _ag_attend(x + pe.to(dtype=x.dtype, device=x.device), key_valid, 102)
-""",
-    "block": """
-def {name}(x, key_valid=None):
-    import torch
+    return _attend(x + pe.to(device=x.device), key_valid, _weights(d, x, seed, 3))
 
-    def norm(y):
+
+def _block(x: Tensor, key_valid: Tensor | None, seed: int) -> Tensor:
+    def norm(y: Tensor) -> Tensor:
         return torch.nn.functional.layer_norm(y, y.shape[-1:])
 
-    w1, w2 = _ag_weights(x.shape[-1], x, 103, 2)
-    h = x + _ag_attend(norm(x), key_valid, 104)
-    return h + torch.tanh(norm(h) @ w1) @ w2
-""",
-    "causal": """
-def {name}(x, key_valid=None):
-    return _ag_attend(x, key_valid, 105, causal=True)
-""",
-    "two_heads": """
-def {name}(x, key_valid=None):
-    return _ag_attend(x, key_valid, 106, heads=2)
-""",
-    "prefix_mask": """
-def {name}(x, key_valid=None):
-    import torch
+    w = _weights(x.shape[-1], x, seed, 5)
+    h = x + _attend(norm(x), key_valid, w[:3])
+    return h + torch.tanh(norm(h) @ w[3]) @ w[4]
 
-    b, t = x.shape[0], x.shape[1]
+
+def _causal(x: Tensor, key_valid: Tensor | None, seed: int) -> Tensor:
+    return _attend(x, key_valid, _weights(x.shape[-1], x, seed, 3), causal=True)
+
+
+def _two_heads(x: Tensor, key_valid: Tensor | None, seed: int) -> Tensor:
+    return _attend(x, key_valid, _weights(x.shape[-1], x, seed, 3), heads=2)
+
+
+def _prefix_mask(x: Tensor, key_valid: Tensor | None, seed: int) -> Tensor:
+    w = _weights(x.shape[-1], x, seed, 3)
     if key_valid is None:
-        return _ag_attend(x, None, 107)
-    lengths = key_valid.to(torch.bool).sum(dim=-1)
-    prefix = torch.arange(t, device=x.device)[None, :] < lengths[:, None]
-    return _ag_attend(x, prefix, 107)
-""",
+        return _attend(x, None, w)
+    lengths = key_valid.sum(dim=-1)
+    prefix = torch.arange(x.shape[1], device=x.device)[None, :] < lengths[:, None]
+    return _attend(x, prefix, w)
+
+
+_BODIES: dict[str, Callable[[Tensor, Tensor | None, int], Tensor]] = {
+    "attention": _attention,
+    "positions": _positions,
+    "block": _block,
+    "causal": _causal,
+    "two_heads": _two_heads,
+    "prefix_mask": _prefix_mask,
 }
 
 
-def random_name() -> str:
-    """An identifier that says nothing: "f" and 16 random hex digits."""
-    return "f" + secrets.token_hex(8)
+def _describe(value: Any) -> str:
+    if type(value) is Tensor:
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    return f"a {type(value).__name__}"
+
+
+def _arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Tensor, Tensor | None]:
+    """(x, key_valid) as ``layer(x, key_valid=None)`` binds them, checked alike for every layer."""
+    names = ("x", "key_valid")[: len(args)]
+    if len(args) > 2 or not set(kwargs) <= {"x", "key_valid"} or set(names) & set(kwargs):
+        raise ArgumentRejected(USAGE, type_name="TypeError")
+    bound = dict(zip(names, args, strict=True)) | kwargs
+    if "x" not in bound:
+        raise ArgumentRejected(USAGE, type_name="TypeError")
+    x, key_valid = bound["x"], bound.get("key_valid")
+    if type(x) is not Tensor or x.ndim != 3 or not x.is_floating_point():
+        raise ArgumentRejected(
+            f"x must be a (B, T, D) floating-point tensor, not {_describe(x)}", type_name="TypeError"
+        )
+    b, t, d = x.shape
+    if not (1 <= b <= MAX_BATCH and 1 <= t <= MAX_TOKENS and 1 <= d <= MAX_FEATURES):
+        raise ArgumentRejected(
+            f"x has shape {tuple(x.shape)}; the layers take 1 <= B <= {MAX_BATCH}, 1 <= T <= {MAX_TOKENS} and "
+            f"1 <= D <= {MAX_FEATURES}"
+        )
+    if key_valid is None:
+        return x, None
+    if type(key_valid) is not Tensor or key_valid.is_complex():
+        raise ArgumentRejected(
+            f"key_valid must be None or a (B, T) tensor, not {_describe(key_valid)}", type_name="TypeError"
+        )
+    if tuple(key_valid.shape) != (b, t):
+        raise ArgumentRejected(
+            f"key_valid has shape {tuple(key_valid.shape)}; x of shape {tuple(x.shape)} needs ({b}, {t})"
+        )
+    return x, key_valid.to(dtype=torch.bool, device=x.device)
+
+
+def layer_function(key: str, seed: int) -> Callable[..., Tensor]:
+    """The layer ``key`` with weights drawn from ``seed``: computed in float64, returned in x's dtype."""
+    body = _BODIES[key]
+
+    def layer(*args: Any, **kwargs: Any) -> Tensor:
+        x, key_valid = _arguments(args, kwargs)
+        with torch.no_grad():
+            return body(x.to(torch.float64), key_valid, seed).to(x.dtype)
+
+    return layer
+
+
+def make_layers(layers: list[LayerSpec]) -> dict[str, TrustedFunction]:
+    """``layers`` as trusted functions, each with weights from a fresh random seed: key -> function."""
+    return {spec.key: TrustedFunction(layer_function(spec.key, secrets.randbits(62))) for spec in layers}
 
 
 def random_order(items: list[LayerSpec]) -> list[LayerSpec]:
@@ -131,14 +190,3 @@ def random_order(items: list[LayerSpec]) -> list[LayerSpec]:
     while pool:
         order.append(pool.pop(secrets.randbelow(len(pool))))
     return order
-
-
-def layers_source(names: dict[str, str]) -> str:
-    """Source defining the layers of ``names`` (LayerSpec.key -> identifier) in the order given."""
-    return _HELPERS + "".join(_BODIES[key].format(name=name) for key, name in names.items())
-
-
-def define_layers(layers: list[LayerSpec]) -> tuple[str, dict[str, str]]:
-    """Fresh random names for ``layers``, defined in a random order: (source, key -> name)."""
-    names = {spec.key: random_name() for spec in random_order(layers)}
-    return layers_source(names), names

@@ -3,17 +3,18 @@
 One check per layer: the test must return normally on an equivariant layer and raise AssertionError on a
 non-equivariant one. A test that always raises, or never does, therefore loses the points of half the layers.
 
-A test must only be able to tell the layers apart by testing them. Each check defines all the layers under fresh
-random names (layers.define_layers) and runs the test on every one of them, in a random order, judging only the
-call on its own layer: neither a layer's name nor the number of calls so far says which layer is being judged
-(a test that counts its calls would otherwise know that the third call is always layer 2).
+A test must only be able to tell the layers apart by testing them. The layers stay on the trusted side
+(layers.make_layers: trusted functions with freshly seeded weights); the test receives an opaque proxy whose calls
+come back here. Each check runs the test on every layer, in a random order, judging only the call on its own layer:
+neither the proxy nor the number of calls so far says which layer is being judged (a test that counts its calls
+would otherwise know that the third call is always layer 2).
 """
 
 from __future__ import annotations
 
 from graders.code.attention.calling import is_visible, student_message
-from graders.code.attention.layers import LAYERS, LayerSpec, define_layers, random_order
-from graders.code.checks import CheckFailed, CheckFunc, Ref, StudentError, StudentProxy, check
+from graders.code.attention.layers import LAYERS, LayerSpec, make_layers, random_order
+from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, TrustedFunction, check
 
 REJECT_HINT = (
     "A good test permutes the token axis of x AND key_valid with the same permutation, compares layer(Px, P mask) "
@@ -25,10 +26,10 @@ ACCEPT_HINT = (
 )
 
 
-def run_test(student: StudentProxy, entry: str, name: str) -> StudentError | None:
-    """Run the student's test on the layer defined as ``name``; the error it raised, or None."""
+def run_test(student: StudentProxy, entry: str, layer: TrustedFunction) -> StudentError | None:
+    """Run the student's test on ``layer``; the error it raised, or None."""
     try:
-        student.call(entry, Ref(name))
+        student.call(entry, layer)
     except StudentError as err:
         return err
     return None
@@ -56,11 +57,10 @@ def verdict(layer: LayerSpec, label: str, err: StudentError | None, *, visible: 
 
 def judge(student: StudentProxy, entry: str, layer: LayerSpec, label: str, *, visible: bool = False) -> str:
     """Run the student's test on every layer in a random order; pass when it classifies ``layer`` correctly."""
-    source, names = define_layers(LAYERS)
-    student.define(source)
+    functions = make_layers(LAYERS)
     judged: StudentError | None = None
     for spec in random_order(LAYERS):
-        err = run_test(student, entry, names[spec.key])
+        err = run_test(student, entry, functions[spec.key])
         if spec.key == layer.key:
             judged = err
     return verdict(layer, label, judged, visible=visible)

@@ -138,3 +138,17 @@ def test_a_check_catching_everything_cannot_hide_a_dead_process(code_grader):
     assert hidden.verdict == Verdict.RUNTIME_ERROR
     assert hidden.checks[0].feedback == "your code's process ended (it exited or was killed)"
     assert hidden.checks[1].passed and hidden.score == 1.0
+
+
+def test_trusted_functions_run_on_one_torch_thread_and_the_setting_comes_back():
+    """Nested and interleaved uses (several gradings' threads) restore the count only when the last one ends."""
+    from graders.code.proxy import _one_torch_thread
+
+    before = torch.get_num_threads()
+    first, second = _one_torch_thread(), _one_torch_thread()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # not the last one: still one thread
+    assert torch.get_num_threads() == 1
+    second.__exit__(None, None, None)
+    assert torch.get_num_threads() == before

@@ -1,5 +1,6 @@
 """Mutant (review attack c1): answers by the layer's name instead of testing it; the layers used to be defined
-under fixed names. Their names are now random per definition, so every layer is rejected."""
+under fixed names. A layer is now an opaque proxy of a function that stays on the grader's side, without a name of
+its own, so the test raises (AttributeError) on every layer and loses them all."""
 
 # caught-by: equivariance
 

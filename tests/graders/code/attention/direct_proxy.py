@@ -3,10 +3,12 @@
 It mimics the jailed child (graders/sandbox/child.py): arguments and results are copied (so in-place changes
 never reach the caller), exceptions cross as StudentError(type name, message), ``call``/``time`` reach the
 submission module's names only, ``time`` sends noisy copies per run, ``time_reference`` runs instructor source as
-a module of its own, ``define`` runs in a separate helpers namespace that holds the module as ``submission``, and
-Ref(name) resolves helper names. Never use it for student uploads: the code runs in this
-process. For the same reason, never load a mutant that patches torch or builtins here (inplace_forges_torch_equal,
-timing_slows_reference): it would patch the trusted side too; those are graded through the sandbox only.
+a module of its own, ``define`` runs in a separate helpers namespace that holds the module as ``submission``,
+Ref(name) resolves helper names, and a TrustedFunction becomes a callable that copies its arguments and results and
+raises what the child's proxy would (ArgumentRejected as its type, anything else as one fixed RuntimeError).
+Never use it for student uploads: the code runs in this process. For the same reason, never load a mutant that
+patches torch or builtins here (inplace_forges_torch_equal, timing_slows_reference): it would patch the trusted side
+too; those are graded through the sandbox only.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from graders.code.checks import CheckFailed, CheckSpec, Ref, StudentError, Timing
+from graders.code.checks import ArgumentRejected, CheckFailed, CheckSpec, Ref, StudentError, Timing, TrustedFunction
+from graders.code.proxy import CALLBACK_FAILED
 from graders.results import CheckResult, GradeResult, verdict_from_checks
 
 if TYPE_CHECKING:
@@ -55,6 +58,8 @@ class DirectProxy:
     def _copy_in(self, value: Any) -> Any:
         if isinstance(value, Ref):
             return self.helpers[value.name]
+        if isinstance(value, TrustedFunction):
+            return self._trusted(value.fn)
         if isinstance(value, torch.Tensor):
             return value.detach().clone()
         if isinstance(value, (list, tuple)):
@@ -62,6 +67,17 @@ class DirectProxy:
         if isinstance(value, dict):
             return {k: self._copy_in(v) for k, v in value.items()}
         return value
+
+    def _trusted(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return self._copy_out(fn(*self._copy_out(args), **self._copy_out(kwargs)))
+            except ArgumentRejected as err:
+                raise (TypeError if err.type_name == "TypeError" else ValueError)(err.message) from None
+            except Exception:
+                raise RuntimeError(CALLBACK_FAILED) from None
+
+        return call
 
     def _copy_out(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
