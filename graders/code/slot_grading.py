@@ -122,6 +122,7 @@ def _grade(
             caps=caps,
             reference=reference,
             entrypoints=problem.entrypoints,
+            source=source,
         )
         try:
             outcomes.append(run_check(spec, proxy))

@@ -126,3 +126,13 @@ def test_a_check_catching_everything_cannot_hide_a_dead_process(code_grader):
     assert "exit status 3" in result.checks[0].feedback
     assert result.checks[1].feedback.startswith("not run:")
     assert result.max_score == 2.0 and result.score == 0
+
+
+def test_checks_read_the_submitted_source_on_the_trusted_side(code_grader):
+    seen = {}
+
+    def reads(student):
+        seen["source"] = student.source
+
+    assert _run(code_grader, reads).verdict == Verdict.ACCEPTED
+    assert seen["source"] == SOURCE
