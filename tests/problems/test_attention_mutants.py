@@ -45,6 +45,7 @@ INTENDED = {
         "inplace_hidden_from_probe.py": "gradient",
         "timing_slows_reference.py": "timing",
         "dropout_left_on.py": "determinism",
+        "zeros_with_validation.py": "validation",
     },
     "q6": {
         "loop_missing_scale.py": "softmax_axis",
@@ -53,6 +54,7 @@ INTENDED = {
         "loop_float32.py": "gradient",
         "batched_still_loops.py": "timing",
         "batched_memoised.py": "timing",
+        "two_zero_functions.py": "softmax_axis",
     },
     "q7": {
         "never_fails.py": "equivariance",
@@ -62,6 +64,8 @@ INTENDED = {
         "all_valid_mask.py": "equivariance",
         "identifies_layers_by_name.py": "equivariance",
         "counts_its_calls.py": "equivariance",
+        "exact_comparison.py": "equivariance",
+        "raises_valueerror.py": "equivariance",
     },
 }
 
