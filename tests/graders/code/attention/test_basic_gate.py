@@ -8,6 +8,7 @@ import pytest
 
 from graders.code.attention import determinism_check, empty_row_check, equivariance_check, validation_check
 from graders.code.attention.basic import NEEDS_BASIC, attention_probe, basic_problem, gate, gated
+from graders.code.attention.dtype_device import dtype_device_check
 from graders.code.attention.judge_probe import basic_layers_probe
 from graders.code.attention.loop_vs_batched import agreement_check
 from graders.code.attention.student_test_judge import layer_checks
@@ -15,7 +16,7 @@ from graders.code.checks import CheckFailed, check, load_checks, spec_of
 from tests.graders.code.attention.direct_proxy import DirectProxy, run_check
 
 SET_ROOT = Path(__file__).resolve().parents[4] / "problems" / "attention"
-GATED_Q5 = [validation_check, empty_row_check, determinism_check, equivariance_check]
+GATED_Q5 = [validation_check, empty_row_check, determinism_check, equivariance_check, dtype_device_check]
 
 
 class CountingProxy(DirectProxy):
@@ -143,4 +144,4 @@ def test_q7_tests_that_never_or_always_fail_earn_nothing(proxy_for):
     assert sum(run_check(spec, never).score for spec in ungated) == 4.5  # what the gate takes away
     checks = load_checks(SET_ROOT / "checks" / "q7.py")
     assert sum(run_check(spec, never).score for spec in checks) == 0
-    assert sum(run_check(spec, proxy_for("mutants/q7/all_valid_mask.py")).score for spec in checks) == 7.5
+    assert sum(run_check(spec, proxy_for("mutants/q7/all_valid_mask.py")).score for spec in checks) == 8.5
