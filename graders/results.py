@@ -51,6 +51,7 @@ CATEGORIES = frozenset(
         "determinism",
         "equivariance",
         "timing",
+        "method",
         "limits",
         "answer",
         "manual",

@@ -114,6 +114,14 @@ class StudentProxy(Protocol):
 
     device: str  # "cpu" or "cuda": where the student's process runs tensors
 
+    @property
+    def source(self) -> str | None:
+        """The submission's source text, held on the trusted side (None where the proxy does not know it).
+
+        Read-only data for checks that analyse the code itself (e.g. with ``ast.parse``); never execute it here.
+        """
+        ...
+
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Call the student's function ``name``; raises StudentError if it raised.
 
@@ -225,6 +233,14 @@ def check(
         return func
 
     return decorate
+
+
+def spec_of(func: CheckFunc) -> CheckSpec:
+    """The CheckSpec that ``@check`` attached to ``func`` (for wrappers that re-register a check)."""
+    spec = getattr(func, _ATTR, None)
+    if not isinstance(spec, CheckSpec):
+        raise TypeError(f"{func!r} is not a @check function")
+    return spec
 
 
 def collect_checks(module: ModuleType) -> list[CheckSpec]:

@@ -143,6 +143,7 @@ class SandboxProxy:
         call_limit_s: the problem's per-call wall-clock limit (limits.time_s).
         check_limit_s: the check's whole budget (check.timeout_s), counted from construction.
         device: where the child keeps tensors ("cpu" or "cuda").
+        source: the submission's source text, for checks that read it (``source``); never executed here.
     """
 
     def __init__(
@@ -155,14 +156,21 @@ class SandboxProxy:
         caps: codec.Caps,
         reference: ReferenceFactory | None = None,
         entrypoints: Collection[str] | None = None,
+        source: str | None = None,
     ) -> None:
         self.device = device
+        self._source = source
         self._process, self._caps, self._reference = process, caps, reference
         # The functions a check may call: the problem's entrypoints, whose presence the load already checked.
         self._entrypoints = frozenset(entrypoints) if entrypoints is not None else None
         self._call_limit_s, self._check_limit_s = call_limit_s, check_limit_s
         self._deadline = time.monotonic() + check_limit_s
         self._answering = False  # a TrustedFunction is running: it may not call the student (no nested calls)
+
+    @property
+    def source(self) -> str | None:
+        """The submission's source as the grader received it (trusted-side copy; None if not given)."""
+        return self._source
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         self._check_name(name)

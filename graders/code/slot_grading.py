@@ -86,7 +86,7 @@ def grade_in_slot(
                 outcomes.append(CheckOutcome(verdicts.not_run(spec, ended.message), None))
             else:
                 try:
-                    outcomes.append(run_check(spec, _proxy(shared, slot, config, caps, problem, spec)))
+                    outcomes.append(run_check(spec, _proxy(shared, slot, config, caps, problem, spec, source)))
                 except RunEnded as exc:
                     ended = exc
                     outcomes.append(CheckOutcome(_result(spec, 0.0, exc.message, 0.0), None))
@@ -119,7 +119,13 @@ def _child(slot: Slot, limits: RunLimits, role: str = STUDENT) -> Iterator[Stude
 
 
 def _proxy(
-    process: StudentProcess, slot: Slot, config: SandboxConfig, caps: codec.Caps, problem: CodeProblem, spec: CheckSpec
+    process: StudentProcess,
+    slot: Slot,
+    config: SandboxConfig,
+    caps: codec.Caps,
+    problem: CodeProblem,
+    spec: CheckSpec,
+    source: str,
 ) -> SandboxProxy:
     return SandboxProxy(
         process,
@@ -129,6 +135,7 @@ def _proxy(
         caps=caps,
         reference=_reference_factory(slot, process),
         entrypoints=problem.entrypoints,
+        source=source,
     )
 
 
@@ -151,7 +158,7 @@ def _run_alone(
         if early is not None:  # the code loaded in the shared child: now it did not (it behaves differently)
             return CheckOutcome(_result(spec, 0.0, "not run: your code could not be loaded again", 0.0), None)
         try:
-            return run_check(spec, _proxy(process, slot, config, caps, problem, spec))
+            return run_check(spec, _proxy(process, slot, config, caps, problem, spec, source))
         except RunEnded as exc:
             text = EXITED_HIDDEN if exc.cause == "exited" else exc.message  # the others are the grader's words
             return CheckOutcome(_result(spec, 0.0, text, 0.0), None, RunEnded(exc.cause, text))

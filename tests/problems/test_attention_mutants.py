@@ -45,6 +45,13 @@ INTENDED = {
         "inplace_hidden_from_probe.py": "gradient",
         "timing_slows_reference.py": "timing",
         "dropout_left_on.py": "determinism",
+        "zeros_with_validation.py": "validation",
+        "per_query_loop.py": "method",
+        "broadcast_scores.py": "method",
+        "inplace_without_grad.py": "method",
+        "seeded_random_key_order.py": "method",
+        "memoised_outputs.py": "method",
+        "float64_for_float32.py": "shape",
     },
     "q6": {
         "loop_missing_scale.py": "softmax_axis",
@@ -53,6 +60,12 @@ INTENDED = {
         "loop_float32.py": "gradient",
         "batched_still_loops.py": "timing",
         "batched_memoised.py": "timing",
+        "two_zero_functions.py": "softmax_axis",
+        "loop_is_batched_with_sleep.py": "method",
+        "loop_calls_softmax.py": "method",
+        "loop_full_scores_first.py": "method",
+        "loop_weighted_sum_after.py": "method",
+        "batched_broadcast_sum.py": "method",
     },
     "q7": {
         "never_fails.py": "equivariance",
@@ -62,6 +75,10 @@ INTENDED = {
         "all_valid_mask.py": "equivariance",
         "identifies_layers_by_name.py": "equivariance",
         "counts_its_calls.py": "equivariance",
+        "fixed_permutation.py": "method",
+        "fixed_inputs.py": "method",
+        "exact_comparison.py": "equivariance",
+        "raises_valueerror.py": "equivariance",
     },
 }
 

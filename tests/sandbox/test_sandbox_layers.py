@@ -4,7 +4,9 @@ The attacks (``layer_attacks/``) scored 9/9 when the layers were defined in the 
 ``layer.__code__.co_consts`` (and closure cells, ``__dict__``, gc referents), one patched ``builtins.compile`` and
 ``exec`` to read the layer source the grader sent. With the layers behind opaque proxies they find nothing, and a
 test whose answer does not depend on the layer scores exactly half: the equivariant half if it returns, the other
-half if it raises. Both attacks return when they find nothing, so "no better than chance" is 4.5 of 9 exactly.
+half if it raises. Both attacks return when they find nothing, so "no better than chance" is at most 4.5 of the
+layer checks' 9 points; since the layer checks pay only a test that judges two basic layers right (judge_probe),
+such a test now scores nothing there.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ def _grade(grader, source: str):
 def test_a_test_that_does_not_call_the_layers_scores_no_better_than_chance(grader, attack: str) -> None:
     for _ in range(2):
         result = _grade(grader, (ATTACKS / attack).read_text())
-        assert result.max_score == 9.0 and result.score <= CHANCE, result.to_dict()
-        assert {c.name for c in result.checks if c.passed} == {"layer_0", "layer_2", "layer_4"}, result.to_dict()
+        assert result.max_score == 10.0 and result.score <= CHANCE, result.to_dict()
+        passed = {c.name for c in result.checks if c.passed and c.name.startswith("layer_")}
+        assert passed <= {"layer_0", "layer_2", "layer_4"}, result.to_dict()  # never a layer it could not judge
     support.assert_healthy(grader)
 
 
@@ -49,7 +52,7 @@ def test_permutation_equivariance(layer):
     assert seen == ("TrustedCallable", "<function from the grader>", ["str", "type"], ["_handle"]), seen
 """
     result = _grade(grader, source)
-    assert result.score == CHANCE, result.to_dict()
+    assert result.score <= CHANCE, result.to_dict()
     assert not [c.feedback for c in result.checks if "raised" in c.feedback], result.to_dict()  # returned on all
 
 
@@ -81,7 +84,7 @@ def test_permutation_equivariance(layer):
         raise RuntimeError(f"layer{bad!r} was accepted")
     x = torch.randn(2, 4, 3)
     mask = torch.tensor([[True, False, True, True], [False, True, True, True]])
-    perm = torch.tensor([2, 0, 3, 1])
+    perm = torch.randperm(4)
     torch.testing.assert_close(layer(x[:, perm], mask[:, perm]), layer(x, mask)[:, perm])
 """
     result = _grade(grader, source)

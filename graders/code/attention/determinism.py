@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import torch
 
+from graders.code.attention.basic import attention_probe, gate, no_probe
 from graders.code.attention.calling import call_attention, is_visible
 from graders.code.attention.inputs import random_case
 from graders.code.checks import CheckFailed, CheckFunc, StudentProxy, check
@@ -40,15 +41,29 @@ def check_repeatable(student: StudentProxy, entry: str, *, visible: bool = False
 
 
 def determinism_check(
-    *, points: float = 1.0, entry: str = "scaled_attention", name: str = "determinism", visibility: str = "hidden"
+    *,
+    points: float = 1.0,
+    entry: str = "scaled_attention",
+    name: str = "determinism",
+    visibility: str = "hidden",
+    basic: bool = True,
 ) -> CheckFunc:
-    """Build the check: identical results for identical inputs (in-place edits: see the module docstring)."""
+    """Build the check: identical results for identical inputs (in-place edits: see the module docstring).
+
+    With ``basic`` (the default) the points need correct results on a basic case first (basic.gate): returning
+    zeros twice is repeatable too.
+    """
     visible = is_visible(visibility)
+    probe = attention_probe(entry, visible=visible) if basic else no_probe
 
     @check(points=points, category="determinism", visibility=visibility, name=name)
-    def determinism(student: StudentProxy) -> str:
+    def determinism(student: StudentProxy) -> str | None:
         """Same inputs give bit-identical outputs and weights twice."""
-        check_repeatable(student, entry, visible=visible)
-        return "two calls with the same inputs gave bit-identical outputs and weights."
+
+        def body() -> str:
+            check_repeatable(student, entry, visible=visible)
+            return "two calls with the same inputs gave bit-identical outputs and weights."
+
+        return gate(student, probe, body)
 
     return determinism

@@ -6,6 +6,7 @@ from functools import partial
 
 import torch
 
+from graders.code.attention.basic import attention_probe, gate, no_probe
 from graders.code.attention.calling import as_pair, is_visible, student_message
 from graders.code.attention.inputs import AttentionCase, random_case
 from graders.code.attention.tally import Tally
@@ -41,18 +42,31 @@ def expect_value_error(student: StudentProxy, entry: str, case: AttentionCase, *
 
 
 def empty_row_check(
-    *, points: float = 2.0, entry: str = "scaled_attention", name: str = "empty_row", visibility: str = "hidden"
+    *,
+    points: float = 2.0,
+    entry: str = "scaled_attention",
+    name: str = "empty_row",
+    visibility: str = "hidden",
+    basic: bool = True,
 ) -> CheckFunc:
-    """Build the check that a query with no allowed key raises ValueError instead of producing NaN."""
+    """Build the check that a query with no allowed key raises ValueError instead of producing NaN.
+
+    With ``basic`` (the default) the points need correct results on a basic case first (basic.gate).
+    """
 
     visible = is_visible(visibility)
+    probe = attention_probe(entry, visible=visible) if basic else no_probe
 
     @check(points=points, category="empty_row", visibility=visibility, name=name)
-    def empty_row(student: StudentProxy) -> str:
+    def empty_row(student: StudentProxy) -> str | None:
         """A query with no allowed key raises ValueError (not NaN)."""
-        tally = Tally("empty rows raise ValueError")
-        for case in empty_row_cases():
-            tally.run(case.label, partial(expect_value_error, student, entry, case, visible=visible))
-        return tally.finish()
+
+        def body() -> str:
+            tally = Tally("empty rows raise ValueError")
+            for case in empty_row_cases():
+                tally.run(case.label, partial(expect_value_error, student, entry, case, visible=visible))
+            return tally.finish()
+
+        return gate(student, probe, body)
 
     return empty_row

@@ -174,7 +174,15 @@ def layer_function(key: str, seed: int) -> Callable[..., Tensor]:
     def layer(*args: Any, **kwargs: Any) -> Tensor:
         x, key_valid = _arguments(args, kwargs)
         with torch.no_grad():
-            return body(x.to(torch.float64), key_valid, seed).to(x.dtype)
+            out = body(x.to(torch.float64), key_valid, seed)
+            # Layers computed in x's own precision are equivariant only up to rounding (the sums run in another
+            # order after a permutation), and the prompt asks tests to compare with a tolerance: keep that, with
+            # a wiggle of a few units in the last place of x's dtype (float32's, at most) that depends on the
+            # position.
+            positions = torch.arange(out.shape[1], dtype=torch.float64, device=out.device)
+            ulp = min(torch.finfo(x.dtype).eps, torch.finfo(torch.float32).eps)
+            wiggle = 1 + 4 * ulp * torch.cos(1.7 * positions)[None, :, None]
+            return (out * wiggle).to(x.dtype)
 
     return layer
 

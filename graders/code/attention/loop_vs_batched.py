@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from graders.code.attention.basic import attention_probe, gate, no_probe
 from graders.code.attention.calling import call_attention, is_visible
 from graders.code.attention.inputs import generator, randn, random_case
 from graders.code.attention.jail_sources import REFERENCE_BATCHED_NAME, REFERENCE_BATCHED_SOURCE
@@ -21,31 +22,39 @@ def agreement_check(
     batched_entry: str = "attention_batched",
     name: str = "loop_vs_batched",
     visibility: str = "hidden",
+    basic: bool = True,
 ) -> CheckFunc:
     """Build the check that both implementations agree (torch.testing.assert_close on weights and output).
 
     Category "determinism": the same input must give the same result, whichever implementation computes it.
+    With ``basic`` (the default) the points need both functions correct on a basic case first (basic.gate): two
+    functions that return zeros agree too.
     """
 
     visible = is_visible(visibility)
+    probe = attention_probe(loop_entry, batched_entry, visible=visible) if basic else no_probe
 
     @check(points=points, category="determinism", visibility=visibility, name=name)
-    def loop_vs_batched(student: StudentProxy) -> str:
+    def loop_vs_batched(student: StudentProxy) -> str | None:
         """The loop and batched versions agree on the same input (assert_close on weights and output)."""
-        for case in (random_case("Tq=4, Tk=6", 91, tq=4, tk=6), random_case("Tq=Tk=7", 92, tq=7, tk=7)):
-            loop = call_attention(student, loop_entry, case, visible=visible)
-            batched = call_attention(student, batched_entry, case, visible=visible)
-            for what, a, b in zip(("weights", "output"), loop, batched, strict=True):
-                try:
-                    torch.testing.assert_close(a, b)
-                except AssertionError as err:
-                    summary = " ".join(str(err).split())
-                    raise CheckFailed(
-                        f"{loop_entry} and {batched_entry} disagree on the {what} ({case.describe()}): {summary}"
-                    ) from None
-        return f"{loop_entry} and {batched_entry} agree on weights and outputs."
+        return gate(student, probe, lambda: _agree(student, loop_entry, batched_entry, visible))
 
     return loop_vs_batched
+
+
+def _agree(student: StudentProxy, loop_entry: str, batched_entry: str, visible: bool) -> str:
+    for case in (random_case("Tq=4, Tk=6", 91, tq=4, tk=6), random_case("Tq=Tk=7", 92, tq=7, tk=7)):
+        loop = call_attention(student, loop_entry, case, visible=visible)
+        batched = call_attention(student, batched_entry, case, visible=visible)
+        for what, a, b in zip(("weights", "output"), loop, batched, strict=True):
+            try:
+                torch.testing.assert_close(a, b)
+            except AssertionError as err:
+                summary = " ".join(str(err).split())
+                raise CheckFailed(
+                    f"{loop_entry} and {batched_entry} disagree on the {what} ({case.describe()}): {summary}"
+                ) from None
+    return f"{loop_entry} and {batched_entry} agree on weights and outputs."
 
 
 @dataclass(frozen=True)

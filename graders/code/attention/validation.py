@@ -6,6 +6,7 @@ from functools import partial
 
 from torch import Tensor
 
+from graders.code.attention.basic import attention_probe, gate, no_probe
 from graders.code.attention.inputs import AttentionCase, generator, randn
 from graders.code.attention.tally import Tally
 from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, check
@@ -40,16 +41,30 @@ def expect_value_error(student: StudentProxy, entry: str, case: AttentionCase) -
 
 
 def validation_check(
-    *, points: float = 2.0, entry: str = "scaled_attention", name: str = "validation", visibility: str = "hidden"
+    *,
+    points: float = 2.0,
+    entry: str = "scaled_attention",
+    name: str = "validation",
+    visibility: str = "hidden",
+    basic: bool = True,
 ) -> CheckFunc:
-    """Build the input-validation check (each of five malformed inputs must raise ValueError)."""
+    """Build the input-validation check (each of five malformed inputs must raise ValueError).
+
+    With ``basic`` (the default) the points need correct results on a basic case first (basic.gate): raising on
+    bad shapes is worth nothing in a function that computes nothing.
+    """
+    probe = attention_probe(entry) if basic else no_probe
 
     @check(points=points, category="validation", visibility=visibility, name=name)
-    def validation(student: StudentProxy) -> str:
+    def validation(student: StudentProxy) -> str | None:
         """ValueError for a wrong ndim or mismatched B, H, Tk (k vs v), d_k (q vs k)."""
-        tally = Tally("input validation")
-        for case in validation_cases():
-            tally.run(f"{case.label} ({case.describe()})", partial(expect_value_error, student, entry, case))
-        return tally.finish()
+
+        def body() -> str:
+            tally = Tally("input validation")
+            for case in validation_cases():
+                tally.run(f"{case.label} ({case.describe()})", partial(expect_value_error, student, entry, case))
+            return tally.finish()
+
+        return gate(student, probe, body)
 
     return validation

@@ -1,7 +1,9 @@
 """Checks of q5: masked scaled dot-product attention ``scaled_attention(q, k, v, key_valid=None, causal=False)``.
 
-20 points. Composed from the attention check library; tensors are small so a warm grading stays well under a
-second on one CPU core.
+24 points. Composed from the attention check library; tensors are small so a warm grading stays well under a
+second on one CPU core. Validation, empty rows, determinism, equivariance, dtypes and the source rules pay only
+when the function is correct on a basic case (graders/code/attention/basic.py). The prompt's rules and the check
+grading each are listed in graders/code/attention/prompt_rules.py.
 """
 
 from graders.code.attention import (
@@ -16,6 +18,9 @@ from graders.code.attention import (
     timing_check,
     validation_check,
 )
+from graders.code.attention.basic import attention_probe
+from graders.code.attention.dtype_device import dtype_device_check
+from graders.code.attention.prompt_rules import Q5_RULES, source_rules_check
 
 ENTRY = "scaled_attention"
 
@@ -29,5 +34,7 @@ CHECKS = [
     stability_check(points=2, entry=ENTRY),
     determinism_check(points=1, entry=ENTRY),
     equivariance_check(points=1, entry=ENTRY),
+    dtype_device_check(points=1, entry=ENTRY),
+    source_rules_check(points=3, entry=ENTRY, rules=Q5_RULES, probe=attention_probe(ENTRY)),
     timing_check(points=1, entry=ENTRY, sizes=(32, 128, 256)),
 ]

@@ -152,3 +152,13 @@ def test_trusted_functions_run_on_one_torch_thread_and_the_setting_comes_back():
     assert torch.get_num_threads() == 1
     second.__exit__(None, None, None)
     assert torch.get_num_threads() == before
+
+
+def test_checks_read_the_submitted_source_on_the_trusted_side(code_grader):
+    seen = {}
+
+    def reads(student):
+        seen["source"] = student.source
+
+    assert _run(code_grader, reads).verdict == Verdict.ACCEPTED
+    assert seen["source"] == SOURCE

@@ -37,6 +37,7 @@ class DirectProxy:
     device = "cpu"
 
     def __init__(self, source: str, filename: str = "<submission>") -> None:
+        self.source = source
         self.module = types.ModuleType("submission")
         self.helpers: dict[str, Any] = {"__name__": "autograder_helpers", "submission": self.module}
         previous = sys.modules.get("submission")

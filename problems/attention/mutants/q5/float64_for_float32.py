@@ -1,0 +1,28 @@
+"""Mutant: computes in float64 and returns float64 even for float32 inputs: the values are right, the dtype is
+not the input's ("keep the input dtype and device")."""
+
+# caught-by: shape
+import math
+
+import torch
+
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise ValueError("q, k, v must be (B, H, T, D)")
+    if q.shape[:2] != k.shape[:2] or k.shape[:3] != v.shape[:3]:
+        raise ValueError("batch, head or key axes do not match")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError("q and k must have the same feature size")
+    q, k, v = q.double(), k.double(), v.double()
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    allowed = torch.ones_like(scores, dtype=torch.bool)
+    if key_valid is not None:
+        allowed &= key_valid[:, None, None, :].bool()
+    if causal:
+        tq, tk = q.shape[-2], k.shape[-2]
+        allowed &= torch.arange(tk, device=q.device)[None, :] <= torch.arange(tq, device=q.device)[:, None]
+    if torch.any(~allowed.any(dim=-1)):
+        raise ValueError("a query has no allowed key")
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
+    return weights @ v, weights
