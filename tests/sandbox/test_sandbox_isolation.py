@@ -1,4 +1,4 @@
-"""No channel between submissions through process ids, /proc or leftover processes.
+"""No channel between submissions through process ids, /proc or leftover processes; no fork without a memory cgroup.
 
 Each submission (and each reference child) has a pid namespace of its own, whose pid 1 is a per-run init that reaps
 the orphans a double fork leaves. Each test here failed before that: what it printed then is in its docstring.
@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from graders.code.checks import CheckSpec
+from graders.code.runner import CodeGrader
 from graders.results import Verdict, Visibility
-from graders.sandbox import procfs
+from graders.sandbox import pool, procfs
 from graders.sandbox.student_process import StudentProcess
 from tests.sandbox import support
 
@@ -154,6 +157,7 @@ def test_a_double_fork_is_reaped_promptly(grader, monkeypatch):
     Before: 'finish took [6.04, 0.05] s': the reap loop stopped collecting once the child's own status was in, so
     the orphans stayed zombies of the uid until its 5000 rounds ran out.
     """
+    support.require_fork(grader)
     durations: list[float] = []
     finish = StudentProcess.finish
 
@@ -210,6 +214,7 @@ def test_orphans_are_reaped_while_the_run_lives(grader):
     Before: the orphans went to the zygote (a subreaper that collects only when a run is reaped), and the submission
     saw five zombies: [114, 116, 118, 120, 122].
     """
+    support.require_fork(grader)
     seen = {}
 
     def orphans(student):
@@ -220,3 +225,72 @@ def test_orphans_are_reaped_while_the_run_lives(grader):
     assert result.verdict == Verdict.ACCEPTED, result.to_dict()
     assert seen["zombies"] == [], seen
     support.assert_healthy(grader)
+
+
+FORK_AND_THREAD = """
+import os, threading
+
+def try_both():
+    out = {}
+    try:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        out['fork'] = 'ok'
+    except OSError as exc:
+        out['fork'] = exc.errno
+    box = []
+    t = threading.Thread(target=lambda: box.append(1))
+    t.start()
+    t.join()
+    out['thread'] = 'ok' if box == [1] else 'no'
+    return out
+
+def add(a, b):
+    return a + b
+
+def scaled_attention(q, k, v, mask=None):
+    return q
+"""
+
+
+@pytest.fixture
+def grader_without_cgroups(monkeypatch, data_dir):
+    """A grader on a host without a writable memory controller (forced): memory is bounded by RLIMIT_AS alone."""
+    support.require_jail()
+    monkeypatch.setattr(pool.CgroupV1, "detect", classmethod(lambda cls: None))
+    with CodeGrader(support.jail_config(hidden_paths=[data_dir])) as g:
+        assert g._pool.slots[0].cgroups is None
+        yield g
+
+
+def test_fork_is_refused_without_a_memory_cgroup(grader_without_cgroups):
+    """Under RLIMIT_AS alone every process gets its own budget: a submission may start threads but no process.
+
+    Before: {'fork': 'ok', 'thread': 'ok'}: 32 processes could each map the whole memory budget.
+    """
+    seen = {}
+
+    def both(student):
+        seen.update(student.call("try_both"))
+
+    problem = support.problem(entrypoints=("try_both", "add", "scaled_attention"))
+    result = grader_without_cgroups.grade(source=FORK_AND_THREAD, problem=problem, checks=[_spec(both)])
+    assert result.verdict == Verdict.ACCEPTED, result.to_dict()
+    assert seen == {"fork": 1, "thread": "ok"}, seen  # EPERM from seccomp
+    support.assert_healthy(grader_without_cgroups)
+
+
+def test_fork_still_works_with_a_memory_cgroup(grader):
+    """Where a cgroup bounds the whole run, processes are allowed (the pids group and RLIMIT_NPROC count them)."""
+    support.require_fork(grader)
+    seen = {}
+
+    def both(student):
+        seen.update(student.call("try_both"))
+
+    problem = support.problem(entrypoints=("try_both", "add", "scaled_attention"))
+    result = grader.grade(source=FORK_AND_THREAD, problem=problem, checks=[_spec(both)])
+    assert result.verdict == Verdict.ACCEPTED, result.to_dict()
+    assert seen == {"fork": "ok", "thread": "ok"}, seen
