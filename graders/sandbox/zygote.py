@@ -247,14 +247,16 @@ class Zygote:
             spare = None
         init, ns_fd = spare if spare is not None else self._new_namespace()
         try:
-            self._wait_for_init(init)
             self._enter_pidns(ns_fd)
             try:
                 pid = self._fork_child(spec, fds)
             finally:
                 self._enter_pidns(self._own())
+            # Before the reply, not before the fork: no student code runs before the trusted side's "go", which
+            # follows the reply, so no orphan can reach the init earlier; the child's lockdown overlaps the wait.
+            self._wait_for_init(init)
         except BaseException:
-            _kill(init)  # the namespace goes with its init; the next _collect reaps it
+            _kill(init)  # the namespace goes with its init (the child too); the next _collect reaps them
             raise
         finally:
             os.close(ns_fd)
@@ -289,7 +291,7 @@ class Zygote:
         return init, ns_fd
 
     def _wait_for_init(self, init: int) -> None:
-        """Until the init ignores SIGCHLD: an orphan it adopted before would stay a zombie (made ahead, it does)."""
+        """Until the init ignores SIGCHLD (its exec chain takes ~2 ms): an orphan adopted before would stay a zombie."""
         deadline = time.monotonic() + INIT_READY_TIMEOUT_S
         while (ready := ignores_sigchld(init)) is not True:
             if ready is None or time.monotonic() > deadline:
