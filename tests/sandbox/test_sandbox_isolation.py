@@ -1,7 +1,9 @@
 """No channel between submissions through process ids, /proc or leftover processes; no fork without a memory cgroup.
 
 Each submission (and each reference child) has a pid namespace of its own, whose pid 1 is a per-run init that reaps
-the orphans a double fork leaves. Each test here failed before that: what it printed then is in its docstring.
+the orphans a double fork leaves; without a memory cgroup, seccomp refuses new processes. Each attack here failed
+before the change that closed it (what it printed then is in its docstring);
+``test_fork_still_works_with_a_memory_cgroup`` is the control, which passed before and after.
 """
 
 from __future__ import annotations
