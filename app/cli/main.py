@@ -1,4 +1,4 @@
-"""The `autograder` command: serve, worker, db, problems, users, tokens, grade, submit."""
+"""The `autograder` command: serve, worker, db, problems, users, tokens, grade, submit, doctor."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import typer
 
 from app.cli import accounts, problems
 from app.cli.common import migrated_sessions, settings_or_exit
+from app.cli.doctor import doctor
 from app.cli.grade import grade
 from app.cli.submit import submit
 
@@ -20,6 +21,7 @@ app.add_typer(accounts.users, name="users")
 app.add_typer(accounts.tokens, name="tokens")
 app.command()(grade)
 app.command()(submit)
+app.command()(doctor)
 
 
 @db.command("upgrade")

@@ -19,7 +19,8 @@ V1_ROOT = Path("/sys/fs/cgroup")
 _counter = itertools.count()
 
 
-def _own_group(controller: str) -> Path | None:
+def own_v1_group(controller: str) -> Path | None:
+    """This process's own group of a cgroup v1 controller, if it exists and this process may write it."""
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
@@ -97,10 +98,10 @@ class CgroupV1:
 
     @classmethod
     def detect(cls) -> CgroupV1 | None:
-        memory = _own_group("memory")
+        memory = own_v1_group("memory")
         if memory is None or not (memory / "memory.limit_in_bytes").exists():
             return None
-        return cls(memory, _own_group("pids"))
+        return cls(memory, own_v1_group("pids"))
 
     def sweep_stale(self) -> int:
         """Remove groups left by a grader process that died (kill -9, OOM) before cleaning up; their members die too.

@@ -1,10 +1,11 @@
 """Steps the forked child takes, in this order, before it runs a single line of student code.
 
 The order (docs/sandbox.md, "Lockdown order", gives the reason for each step): setsid -> keep only the pipes ->
-unshare the network and IPC -> rlimits -> drop to the slot's uid -> one torch thread -> no_new_privs -> seccomp ->
-wait until the parent has put the pid in its cgroups -> fresh working dir. (The order first measured waited for the
-cgroup right after the pipes; waiting last lets the parent's write overlap the lockdown, and still no student code
-runs outside the cgroup.)
+unshare the network, IPC and mount namespaces and mount this pid namespace's /proc -> rlimits -> drop to the slot's
+uid -> one torch thread -> no_new_privs -> seccomp -> wait until the parent has put the pid in its cgroups -> fresh
+working dir. The zygote forked the child as pid 2 of a pid namespace of its own. (The order first measured waited
+for the cgroup right after the pipes; waiting last lets the parent's write overlap the lockdown, and still no student
+code runs outside the cgroup.)
 Each step is a small function so that the order reads in ``lock_down``.
 """
 
@@ -22,6 +23,11 @@ import torch
 RPC_IN_FD, RPC_OUT_FD = 3, 4
 CLONE_NEWNET = 0x40000000
 CLONE_NEWIPC = 0x08000000
+CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 0x4000, 0x40000
+# What bubblewrap covers read-only in the jail's /proc: the fresh /proc below covers them the same way.
+PROC_COVERED = ("sys", "sysrq-trigger", "irq", "bus")
 PR_SET_NO_NEW_PRIVS = 38
 _MiB = 1024 * 1024
 
@@ -58,14 +64,40 @@ def wait_for_go() -> None:
 
 
 def unshare_namespaces() -> None:
-    """A fresh, empty network namespace (no loopback services, no sockets to the outside) and a fresh IPC namespace.
+    """Fresh network, IPC and mount namespaces, and in the last a /proc of the child's own pid namespace.
 
-    The IPC namespace is per child, not per zygote: SysV shared memory, message queues and semaphores (and POSIX
-    message queues) created by one submission die with its last process instead of surviving into the next one.
+    The network namespace is empty (no loopback services, no sockets to the outside). The IPC namespace is per child,
+    not per zygote: SysV shared memory, message queues and semaphores (and POSIX message queues) created by one
+    submission die with its last process instead of surviving into the next one. The zygote forked this child into a
+    pid namespace of its own (``Zygote._fork_isolated``), but the jail's /proc still shows the zygote's: the child
+    mounts its own (``mount_proc``) in a mount namespace of its own, so that the zygote's mounts stay as they are.
     """
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNET | CLONE_NEWIPC) != 0:
-        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET | CLONE_NEWIPC) failed")
+    if libc.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS) failed")
+    mount_proc(libc)
+
+
+def _mount(
+    libc: ctypes.CDLL, source: bytes | None, target: bytes, fstype: bytes | None, flags: int, data: bytes | None
+) -> None:
+    if libc.mount(source, target, fstype, flags, data) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"mount {target.decode()} failed: {os.strerror(errno)}")
+
+
+def mount_proc(libc: ctypes.CDLL) -> None:
+    """A /proc of this pid namespace: this run's processes only (hidepid=2: only the caller's uid's), its own pids.
+
+    The mounts are made private first, so that nothing done here propagates back to the zygote's namespace.
+    """
+    _mount(libc, None, b"/", None, MS_REC | MS_PRIVATE, None)
+    _mount(libc, b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"hidepid=2")
+    for name in PROC_COVERED:
+        path = f"/proc/{name}".encode()
+        if os.path.exists(path):
+            _mount(libc, path, path, None, MS_BIND | MS_REC, None)
+            _mount(libc, None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
 
 
 def vm_size_bytes() -> int:
@@ -128,7 +160,7 @@ def lock_down(spec: ChildSpec, rpc_in: int, rpc_out: int, output: int) -> None:
     if spec.sandboxed:
         from graders.sandbox import seccomp_filter
 
-        seccomp_filter.install()
+        seccomp_filter.install(threads_only=spec.memory_by_rlimit)  # no memory cgroup: no new processes either
     # The parent's cgroup write (~10 ms under load: the kernel syncs RCU) overlaps the steps above; nothing of the
     # student's runs before it is done.
     wait_for_go()

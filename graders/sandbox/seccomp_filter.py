@@ -83,10 +83,17 @@ CLONE_NAMESPACE_FLAGS = (
     0x40000000,  # CLONE_NEWNET
 )
 _LOW32 = 0xFFFFFFFF
+CLONE_THREAD = 0x00010000
 
 
-def build_filter() -> sc.SyscallFilter:
-    """The filter object, not yet loaded."""
+def build_filter(threads_only: bool = False) -> sc.SyscallFilter:
+    """The filter object, not yet loaded.
+
+    Args:
+        threads_only: also refuse new processes (fork, vfork, clone without CLONE_THREAD), threads stay allowed.
+            For a child without a memory cgroup: RLIMIT_AS bounds each process, so every fork would bring a whole
+            new budget with it (RLIMIT_NPROC = 32 processes, 32 budgets).
+    """
     f = sc.SyscallFilter(sc.ALLOW)
     deny = sc.ERRNO(errno.EPERM)
     for name in DENIED:
@@ -101,6 +108,10 @@ def build_filter() -> sc.SyscallFilter:
     # kill(-1, ...) would signal every process the uid can reach; the uid and the pid namespace already confine
     # the rest (libseccomp cannot express "pid not in {self, group}" in one rule).
     f.add_rule(deny, "kill", sc.Arg(0, sc.MASKED_EQ, _LOW32, _LOW32))
+    if threads_only:
+        for name in ("fork", "vfork"):  # absent on some architectures (aarch64): glibc uses clone there
+            _add(f, deny, name)
+        f.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     return f
 
 
@@ -109,6 +120,6 @@ def _add(f: sc.SyscallFilter, action: int, name: str) -> None:
         f.add_rule(action, name)
 
 
-def install() -> None:
+def install(threads_only: bool = False) -> None:
     """Load the filter into this process (no_new_privs is set by libseccomp by default; set it first anyway)."""
-    build_filter().load()
+    build_filter(threads_only).load()

@@ -3,6 +3,12 @@
 Started with a clean environment, it imports torch and numpy, runs one float64 attention-like forward+backward with a
 single thread (OpenMP after fork hangs otherwise), and then only waits for commands on its control socket. It holds
 nothing secret: no checks, no reference values, no database; it never imports graders.code.
+
+Sandboxed, every child gets a pid namespace of its own (``Zygote._fork_isolated``): the zygote unshares a fresh one,
+starts a tiny init in it (pid 1, as "nobody": it only reaps orphans, and when it dies the kernel kills everything left
+in the namespace), forks the child into it (pid 2), and goes back to its own namespace. The child's pids, its /proc
+(it mounts one, ``lockdown.unshare_namespaces``) and ns_last_pid then say nothing of earlier submissions, and the
+zygote is not in it.
 """
 
 from __future__ import annotations
@@ -22,13 +28,20 @@ import numpy
 import torch
 
 from graders.sandbox import child, codec, lockdown, wire
+from graders.sandbox.pidns_init import ignores_sigchld, init_argv, run_init
 
 PR_SET_CHILD_SUBREAPER = 36
+CLONE_NEWPID = 0x20000000
+INIT_READY_TIMEOUT_S = 5.0
 MAX_CONTROL_BYTES = 65536
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 MNT_DETACH = 2
 MAX_INODES = 50_000  # files + dirs one child may create in its working dir
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def warm_up() -> None:
@@ -145,16 +158,29 @@ def wipe(path: str) -> str | None:
 
 
 class Zygote:
-    def __init__(self, ctl: socket.socket, work_root: str, device: str, max_bytes: int) -> None:
-        self.ctl, self.work_root, self.device = ctl, work_root, device
+    def __init__(
+        self, ctl: socket.socket, work_root: str, device: str, max_bytes: int, sandboxed: bool = False
+    ) -> None:
+        self.ctl, self.work_root, self.device, self.sandboxed = ctl, work_root, device, sandboxed
+        # Nothing the zygote holds may leak into an exec'd init: only 0-2 are inheritable (the children it forks
+        # close every fd anyway).
+        os.set_inheritable(ctl.fileno(), False)
+        self.init_argv = init_argv() if sandboxed else None
         self.caps = codec.Caps(max_bytes=max_bytes)
         self.exited: dict[int, int] = {}
         self.children: set[int] = set()  # forked and not yet reaped through a "reap" request
+        self.inits: dict[int, int] = {}  # a sandboxed child's pid -> the init of its pid namespace
+        self._own_pidns: int | None = None  # an fd of the zygote's own pid namespace, to return to after a spawn
+        self._spare: tuple[int, int] | None = None  # (init pid, namespace fd) made ahead for the next spawn
 
     def serve(self) -> None:
+        if self.sandboxed:
+            self.prepare_namespace()
         self.ctl.send(json.dumps({"op": "ready", "pid": os.getpid()}).encode())
         while True:
             data, fds, _flags, _addr = socket.recv_fds(self.ctl, MAX_CONTROL_BYTES, 8)
+            for fd in fds:
+                os.set_inheritable(fd, False)
             if not data:
                 return
             msg = json.loads(data)
@@ -166,6 +192,8 @@ class Zygote:
                 for fd in fds:
                     os.close(fd)
             self.ctl.send(json.dumps(reply).encode())
+            if self.sandboxed and msg.get("op") == "reap":  # between runs, off the next spawn's path
+                self.prepare_namespace()
 
     def handle(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         if msg["op"] == "spawn":
@@ -189,12 +217,96 @@ class Zygote:
             os.chown(spec.workdir, spec.uid, spec.uid)
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            self.ctl.close()
-            child.run_child(spec, (fds[0], fds[1], fds[2]), self.device, self.caps)
+        pid = self._fork_isolated(spec, fds) if spec.sandboxed else self._fork_child(spec, fds)
         self.children.add(pid)
         return {"pid": pid}
+
+    def _fork_child(self, spec: lockdown.ChildSpec, fds: list[int]) -> int:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                self.ctl.close()
+                child.run_child(spec, (fds[0], fds[1], fds[2]), self.device, self.caps)
+            finally:
+                os._exit(70)
+        return pid
+
+    def _fork_isolated(self, spec: lockdown.ChildSpec, fds: list[int]) -> int:
+        """Fork the child as pid 2 of a fresh pid namespace whose pid 1 is a per-run init (``init_argv``).
+
+        Both are children of the zygote: ``reap`` gets the child's own exit status and kills the init. The
+        namespace and its init are usually made ahead, between runs (``prepare_namespace``), off the spawn's path.
+        """
+        self._collect()
+        spare, self._spare = self._spare, None
+        if spare is not None and (spare[0] in self.exited or ignores_sigchld(spare[0]) is None):
+            # Its init died (its namespace would take no new process): a fresh one instead. Not signalled: once
+            # collected, its pid may belong to another process.
+            self.exited.pop(spare[0], None)
+            os.close(spare[1])
+            spare = None
+        init, ns_fd = spare if spare is not None else self._new_namespace()
+        try:
+            self._enter_pidns(ns_fd)
+            try:
+                pid = self._fork_child(spec, fds)
+            finally:
+                self._enter_pidns(self._own())
+            # Before the reply, not before the fork: no student code runs before the trusted side's "go", which
+            # follows the reply, so no orphan can reach the init earlier; the child's lockdown overlaps the wait.
+            self._wait_for_init(init)
+        except BaseException:
+            _kill(init)  # the namespace goes with its init (the child too); the next _collect reaps them
+            raise
+        finally:
+            os.close(ns_fd)
+        self.inits[pid] = init
+        return pid
+
+    def prepare_namespace(self) -> None:
+        """Make the next run's pid namespace and init now, if none is waiting. Never raises: spawn retries inline."""
+        if self._spare is None:
+            with contextlib.suppress(OSError):
+                self._spare = self._new_namespace()
+
+    def _new_namespace(self) -> tuple[int, int]:
+        """A fresh pid namespace whose pid 1 is a new per-run init: (the init's pid, an fd of the namespace).
+
+        unshare(CLONE_NEWPID) only changes where the zygote's *next* children go; the zygote returns to its own
+        namespace at once (the kernel refuses a second unshare otherwise), and enters this one again with setns to
+        fork the child.
+        """
+        if libc().unshare(CLONE_NEWPID) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID) failed")
+        try:
+            if self.init_argv is not None:
+                init = os.posix_spawn(self.init_argv[0], self.init_argv, {})
+            else:
+                init = os.fork()
+                if init == 0:
+                    run_init()
+            ns_fd = os.open("/proc/self/ns/pid_for_children", os.O_RDONLY | os.O_CLOEXEC)
+        finally:
+            self._enter_pidns(self._own())
+        return init, ns_fd
+
+    def _wait_for_init(self, init: int) -> None:
+        """Until the init ignores SIGCHLD (its exec chain takes ~2 ms): an orphan adopted before would stay a zombie."""
+        deadline = time.monotonic() + INIT_READY_TIMEOUT_S
+        while (ready := ignores_sigchld(init)) is not True:
+            if ready is None or time.monotonic() > deadline:
+                raise OSError(f"the per-run init {'died' if ready is None else 'did not start'}")
+            time.sleep(0.0002)
+
+    def _own(self) -> int:
+        if self._own_pidns is None:
+            self._own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        return self._own_pidns
+
+    def _enter_pidns(self, ns_fd: int) -> None:
+        """Where the zygote's next children go: its own pid namespace, or one made by ``_new_namespace``."""
+        if libc().setns(ns_fd, CLONE_NEWPID) != 0:
+            raise OSError(ctypes.get_errno(), "setns(CLONE_NEWPID) failed")
 
     def reap(self, pid: int, uid: int | None, workdir: str) -> dict[str, Any]:
         """Kill what is left of a run, collect its exit status, wipe its working dir.
@@ -203,25 +315,33 @@ class Zygote:
         restarts this zygote before the next run.
         """
         status = None
+        init = self.inits.pop(pid, None)
+        self._collect()
+        if init is not None and self.exited.pop(init, None) is not None:
+            init = None  # it died already (and its pid may be reused): never signal it
         for _ in range(5000):  # ~5 s: a SIGKILLed process normally goes within a few ms
+            if init is not None:  # the run's pid namespace dies with its init: every process in it is SIGKILLed
+                _kill(init)
             if uid is not None:  # every process of the slot's uid belongs to this run (one run per slot)
                 for victim in pids_of_uid(uid):
                     _kill(victim)
             _kill_group(pid)
+            # Collect on every round, not only until the child's own status is in: an orphan handed to this
+            # subreaper stays a zombie of the uid (and the loop spun for its whole ~5 s) until it is collected.
+            self._collect()
             if status is None:
-                status = self._wait(pid)
-            if status is not None and (uid is None or not pids_of_uid(uid)):
+                status = self.exited.pop(pid, None)
+            if init is not None and self.exited.pop(init, None) is not None:
+                init = None  # reaped: the kernel has then removed every process of its namespace
+            if status is not None and init is None and (uid is None or not pids_of_uid(uid)):
                 break
             time.sleep(0.001)
         self._collect()
         self.children.discard(pid)
         # Keep only statuses of children still running a request (the student's, while a reference child is reaped).
-        self.exited = {p: s for p, s in self.exited.items() if p in self.children}
+        live = self.children | set(self.inits.values()) | ({self._spare[0]} if self._spare is not None else set())
+        self.exited = {p: s for p, s in self.exited.items() if p in live}
         return {"ok": True, "status": status, "cleanup_error": wipe(workdir)}
-
-    def _wait(self, pid: int) -> int | None:
-        self._collect()
-        return self.exited.pop(pid, None)
 
     def _collect(self) -> None:
         """Reap every exited child (the run's own and orphans handed to this subreaper), keeping statuses."""
@@ -255,7 +375,7 @@ def main() -> None:
 
         seccomp_filter.build_filter()  # loads libseccomp now, while the zygote can still read everything
     ctl = socket.socket(fileno=int(ctl_fd))
-    Zygote(ctl, work_root, device, int(max_bytes)).serve()
+    Zygote(ctl, work_root, device, int(max_bytes), sandboxed=sandboxed == "1").serve()
 
 
 if __name__ == "__main__":

@@ -55,6 +55,9 @@ class ZygoteClient:
         ready = self._receive(config.zygote_start_timeout_s)
         self.inner_pid = int(ready["pid"])
         self.host_pid = self._find_host_pid(self.proc.pid, self.inner_pid)
+        # How deep the zygote's pid namespace is: a child's pid as the zygote knows it sits at this index of its
+        # NSpid line (the child's own, innermost pid namespace comes after it).
+        self._ns_level = len(procfs.ns_pids(self.host_pid)) - 1
 
     def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -70,12 +73,12 @@ class ZygoteClient:
         return found
 
     def child_host_pid(self, inner: int) -> int:
-        """The host pid of a child the zygote forked (its pid inside the jail is ``inner``)."""
+        """The host pid of a child the zygote forked (``inner`` is its pid in the zygote's pid namespace)."""
         if not self.config.sandboxed:
             return inner
         for pid in procfs.children(self.host_pid):
             nspid = procfs.ns_pids(pid)
-            if nspid and nspid[-1] == inner:
+            if 0 < self._ns_level < len(nspid) and nspid[self._ns_level] == inner:
                 return pid
         raise SandboxError(f"cannot find the host pid of jailed child {inner}")
 

@@ -131,6 +131,7 @@ def test_escapes_fail(grader, body):
 
 
 def test_daemon_does_not_outlive_the_run(grader):
+    support.require_fork(grader)
     prelude = """
 if os.fork() == 0:
     try:

@@ -9,6 +9,8 @@ import torch
 
 from graders.code.checks import CheckFailed, CheckSpec
 from graders.results import Verdict, Visibility
+from graders.sandbox import procfs
+from graders.sandbox.student_process import StudentProcess
 from tests.sandbox import support
 
 # A student that caches by id(), by _version and by content, and counts the calls it could have answered from cache.
@@ -36,31 +38,27 @@ def scaled_attention(q, k, v, mask=None):
     return torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1) @ v
 """
 
-# Instructor code: refuses to run beside student code, and checks that every process of the student is stopped.
+# Instructor code: refuses to run beside student code, and sees no process but its own (its own pid namespace).
 REFERENCE_SOURCE = """
 import builtins, os, torch
 
-def _student_states():
+def _others():
     me = os.getuid()
-    states = []
+    others = []
     for pid in os.listdir('/proc'):
-        if not pid.isdigit():
-            continue
-        try:
-            uid = os.stat(f'/proc/{pid}').st_uid
-            text = open(f'/proc/{pid}/stat').read()
-        except OSError:
-            continue
-        if uid not in (0, me):
-            states.append(text[text.rfind(')') + 2])
-    return states
+        if pid.isdigit():
+            try:
+                if os.stat(f'/proc/{pid}').st_uid != me:
+                    others.append(pid)
+            except OSError:
+                continue
+    return others
 
 def reference_add(a, b):
     if hasattr(builtins, 'STUDENT_WAS_HERE'):
         raise RuntimeError('the reference child ran student code')
-    states = _student_states()
-    if not states or any(s != 'T' for s in states):
-        raise RuntimeError(f'the student is not stopped: {states}')
+    if _others():
+        raise RuntimeError(f'the reference child sees other processes: {_others()}')
     return a + b
 """
 
@@ -90,8 +88,23 @@ def test_time_sends_fresh_inputs_each_run(grader):
     assert seen["hits"] == 0
 
 
-def test_time_reference_runs_in_a_clean_child_while_the_student_is_stopped(grader):
+def test_time_reference_runs_in_a_clean_child_while_the_student_is_stopped(grader, monkeypatch):
     seen = {}
+    paused: list[StudentProcess] = []
+    states_during: list[list[str | None]] = []  # the student's processes, at every request to the reference child
+    pause, request = StudentProcess.pause, StudentProcess.request
+
+    def pause_and_note(self):
+        pause(self)
+        paused.append(self)
+
+    def request_and_look(self, *args, **kwargs):
+        if paused and self is not paused[-1]:
+            states_during.append([procfs.state(pid) for pid in paused[-1].members()])
+        return request(self, *args, **kwargs)
+
+    monkeypatch.setattr(StudentProcess, "pause", pause_and_note)
+    monkeypatch.setattr(StudentProcess, "request", request_and_look)
 
     def reference(student):
         x = torch.randn(32, dtype=torch.float32)
@@ -103,6 +116,8 @@ def test_time_reference_runs_in_a_clean_child_while_the_student_is_stopped(grade
     assert result.verdict == Verdict.ACCEPTED, result.to_dict()
     assert len(seen["times"]) == 3 and all(s > 0 for s in seen["times"])
     assert torch.equal(seen["after"], torch.full((2,), 2.0))
+    assert len(states_during) >= 5  # load, warm-up, three timed runs
+    assert all(states and all(state in ("T", "t") for state in states) for states in states_during), states_during
     support.assert_healthy(grader)
 
 

@@ -1,0 +1,76 @@
+"""`autograder doctor` on this host: only what the test itself can know is asserted (bwrap's presence, root, limits)."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from app.cli.main import app
+from graders.sandbox.cgroups import CgroupV1
+
+KEYS = {
+    "ok",
+    "problems",
+    "bubblewrap",
+    "root",
+    "cgroup_v1",
+    "cgroup_v2",
+    "enforcement",
+    "seccomp",
+    "user_namespaces",
+    "pid_namespace_init",
+    "fd_limit",
+}
+
+
+def _doctor(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(app, ["doctor", *args])
+
+
+def test_json_report_states_what_this_host_has() -> None:
+    result = _doctor("--json")
+    doc = json.loads(result.output)
+    assert set(doc) == KEYS
+    assert doc["bubblewrap"]["found"] == (shutil.which("bwrap") is not None)
+    assert doc["root"] == {"euid": os.geteuid(), "is_root": os.geteuid() == 0}
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert doc["fd_limit"] == {"soft": soft, "hard": hard}
+    assert set(doc["cgroup_v1"]) == {"memory", "pids"}
+    assert isinstance(doc["cgroup_v2"]["mounted"], bool)
+    assert doc["user_namespaces"]["used_by_sandbox"] is False
+    # A safe sandbox needs bubblewrap that starts a jail, root and seccomp; the exit status says the same.
+    expected_ok = doc["bubblewrap"]["runs"] and doc["root"]["is_root"] and doc["seccomp"]["available"]
+    assert doc["ok"] == expected_ok and doc["ok"] == (not doc["problems"])
+    assert result.exit_code == (0 if doc["ok"] else 1)
+    if doc["ok"]:  # then the bounds are the ones the sandbox picks on this host
+        memory = doc["enforcement"]["memory"]
+        assert memory.startswith("cgroup v1") == (CgroupV1.detect() is not None), memory
+    else:
+        assert all(v.startswith("none") for v in doc["enforcement"].values())
+
+
+def test_this_host_can_run_the_sandbox() -> None:
+    if shutil.which("bwrap") is None or os.geteuid() != 0:
+        pytest.skip("needs bubblewrap and root, as the sandbox tests do")
+    result = _doctor()
+    assert result.exit_code == 0, result.output
+    assert "bubblewrap       yes" in result.output
+    assert "root             yes" in result.output
+    assert "a safe sandbox (mode bwrap) is possible on this host" in result.output
+
+
+def test_missing_bubblewrap_means_no_safe_sandbox(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    missing = str(tmp_path / "no-such-bwrap")
+    result = _doctor("--json", "--bwrap", missing)
+    assert result.exit_code == 1
+    doc = json.loads(result.output)
+    assert doc["ok"] is False and doc["bubblewrap"]["found"] is False
+    assert any("bubblewrap is not installed" in p for p in doc["problems"])
+    assert all(v.startswith("none") for v in doc["enforcement"].values())
+    text = _doctor("--bwrap", missing)
+    assert text.exit_code == 1 and "NO safe sandbox on this host" in text.output
