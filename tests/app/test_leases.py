@@ -15,6 +15,8 @@ from app.main import create_app
 from app.problemsets import service as sets
 from app.submissions.models import CheckResultRow, Status, Submission
 from app.worker.claims import claim, claimable, retry_delay_s
+from app.worker.code_grader import LazyCodeGrader
+from app.worker.grading import GradingJob
 from graders.grade import validate_set
 from graders.problemset.loader import load_problem_set
 from tests.app.test_problemset_upload import upload, zip_dir
@@ -77,7 +79,7 @@ def test_a_takeover_counts_as_an_attempt_and_the_last_one_ends_in_error(accounts
         assert "outlived its lease" in (ended.error or "")
 
 
-def test_an_internal_error_is_retried_after_a_growing_delay(client, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
+def test_an_internal_error_is_retried_after_a_growing_delay(settings, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
     with sessions() as session:
         sub_id = _running(session, accounts, attempts=0)
         sub = session.get(Submission, sub_id)
@@ -85,7 +87,8 @@ def test_an_internal_error_is_retried_after_a_growing_delay(client, accounts, ba
         sub.problem_id = "no_such_problem"  # grading it raises: an internal error, not the student's
         sub.status, sub.claimed_by, sub.lease_until = Status.QUEUED, None, None
         session.commit()
-    app_job = client.app.state.runtime.job  # type: ignore[attr-defined]
+    # A job of its own, with no embedded worker beside it that could claim the row first.
+    app_job = GradingJob(settings, sessions, LazyCodeGrader(settings))
     with sessions() as session:
         assert claim(session, sub_id, worker="me:3:0", lease_s=60, max_attempts=3)
     app_job.run(sub_id, "me:3:0")
