@@ -17,5 +17,5 @@ CHECKS = [
     stability_check(points=1, entry=LOOP, name="loop_stability"),
     stability_check(points=1, entry=BATCHED, name="batched_stability"),
     agreement_check(points=2, loop_entry=LOOP, batched_entry=BATCHED),
-    speedup_check(points=2, loop_entry=LOOP, batched_entry=BATCHED, sizes=(32, 128, 256), min_speedup=3, max_ratio=15),
+    speedup_check(points=2, loop_entry=LOOP, batched_entry=BATCHED, sizes=(32, 128, 256), min_speedup=3, max_ratio=4),
 ]
