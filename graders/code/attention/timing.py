@@ -238,7 +238,7 @@ def timing_check(
     points: float = 1.0,
     entry: str = "scaled_attention",
     name: str = "timing",
-    sizes: tuple[int, ...] = (64, 256),
+    sizes: tuple[int, ...] = (128, 256),
     full_ratio: float = 3.0,
     zero_ratio: float = 12.0,
     partial: float = 0.5,

@@ -29,5 +29,5 @@ CHECKS = [
     stability_check(points=2, entry=ENTRY),
     determinism_check(points=1, entry=ENTRY),
     equivariance_check(points=1, entry=ENTRY),
-    timing_check(points=1, entry=ENTRY, sizes=(64, 256)),
+    timing_check(points=1, entry=ENTRY, sizes=(128, 256)),
 ]
