@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -109,6 +110,38 @@ class Timing:
         return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
+@dataclass(frozen=True)
+class TimedCall:
+    """One timed round trip of the student's function in a ``TimingSession``.
+
+    ``seconds`` is the wall time measured on the trusted side; ``result()`` decodes the value the function returned
+    (raises like ``StudentProxy.call`` would for a value that may not cross). Decoding is left until asked for, so a
+    check can run a whole series before it looks at any result: every call then looks the same from inside the
+    jail, whichever results are compared and whatever comparing them costs.
+    """
+
+    seconds: float
+    result: Callable[[], Any]
+
+
+class TimingSession(Protocol):
+    """Paired timing: the student's function and an instructor reference, timed alternately in one check.
+
+    The reference runs in its own clean jailed child, spawned once for the session, that never loads student code;
+    every process of the student is stopped while the reference runs and resumed for its own calls. Arguments are
+    sent exactly as given (no noise is added, so that every result can be checked against its inputs): the check
+    must give every run inputs of its own.
+    """
+
+    def student(self, name: str, args: list[Any], kwargs: dict[str, Any] | None = None) -> TimedCall:
+        """One timed call of the student's ``name``; raises StudentError if it raised."""
+        ...
+
+    def reference(self, args: list[Any], kwargs: dict[str, Any] | None = None) -> float:
+        """One timed call of the session's reference function, in seconds (its result is not returned)."""
+        ...
+
+
 class StudentProxy(Protocol):
     """What a check may do with the student's code. Each method is one round trip to the jailed process."""
 
@@ -177,6 +210,14 @@ class StudentProxy(Protocol):
 
         Nothing the student's process does can slow it down or speed it up: use it for the baseline of timing
         checks.
+        """
+        ...
+
+    def timing_session(self, source: str, name: str) -> AbstractContextManager[TimingSession]:
+        """A ``TimingSession`` whose reference is instructor code ``name`` defined by ``source``, loaded once in a
+        fresh jailed child that never loaded student code, and kept for the whole session.
+
+        Use it to interleave the student's runs with the reference's (paired measurements under the same load).
         """
         ...
 

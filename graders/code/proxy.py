@@ -19,7 +19,16 @@ from typing import Any
 
 import torch
 
-from graders.code.checks import ArgumentRejected, GraderWordedError, Ref, StudentError, Timing, TrustedFunction
+from graders.code.checks import (
+    ArgumentRejected,
+    GraderWordedError,
+    Ref,
+    StudentError,
+    TimedCall,
+    Timing,
+    TimingSession,
+    TrustedFunction,
+)
 from graders.sandbox import codec
 from graders.sandbox.errors import RunEnded, WireError
 from graders.sandbox.student_process import PROTOCOL_MESSAGE, StudentProcess
@@ -228,6 +237,24 @@ class SandboxProxy:
             except StudentError as exc:
                 raise CheckUsageError(f"the reference code raised {exc}") from None
 
+    @contextlib.contextmanager
+    def timing_session(self, source: str, name: str) -> Iterator[TimingSession]:
+        """One clean reference child for the whole session; the student is stopped whenever the reference runs.
+
+        The reference child is spawned (and ``source`` loaded) while the student is stopped, then every request
+        alternates between the two processes as the check asks: the student is resumed before each of its own
+        timed calls and stopped again before each reference call, so it can never run beside the reference. On
+        exit the reference child is killed and wiped and the student resumed, whatever happened.
+        """
+        if self._reference is None:
+            raise CheckUsageError("timing_session is not available without a slot to spawn the reference in")
+        with self._reference() as ref:  # the student is stopped from here until the session resumes it
+            try:
+                self._load_reference(ref, source, name)
+            except RunEnded as exc:
+                raise CheckUsageError(f"the reference code's process ended: {exc.message}") from None
+            yield _SandboxTimingSession(self, ref, name)
+
     def _load_reference(self, ref: StudentProcess, source: str, name: str) -> None:
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
@@ -369,6 +396,48 @@ class SandboxProxy:
 
     def _device_for(self, kind: str) -> torch.device:
         return torch.device("cuda" if kind == "cuda" and torch.cuda.is_available() else "cpu")
+
+
+class _SandboxTimingSession:
+    """The TimingSession of SandboxProxy.timing_session: timed round trips to the student's child or the reference's.
+
+    Each timed call is one ``call`` request whose arguments were encoded before the clock starts; the wall clock
+    runs around the round trip only. The student's reply is kept as received and decoded only when the check asks
+    for it, so nothing after a call depends on what it returned.
+    """
+
+    def __init__(self, proxy: SandboxProxy, ref: StudentProcess, name: str) -> None:
+        self._proxy, self._ref, self._name = proxy, ref, name
+        self._student_stopped = True  # the reference child was spawned while the student was stopped
+
+    def student(self, name: str, args: list[Any], kwargs: dict[str, Any] | None = None) -> TimedCall:
+        proxy = self._proxy
+        proxy._check_name(name)
+        tree, buffers = proxy._encode((tuple(args), dict(kwargs or {})))
+        msg = {"op": "call", "name": name, "args": tree["v"][0], "kwargs": tree["v"][1]}
+        if self._student_stopped:
+            proxy._process.resume()
+            self._student_stopped = False
+        start = time.perf_counter()
+        frame = proxy._request(msg, buffers)
+        elapsed = time.perf_counter() - start
+        return TimedCall(elapsed, lambda: proxy._decode(frame))
+
+    def reference(self, args: list[Any], kwargs: dict[str, Any] | None = None) -> float:
+        proxy = self._proxy
+        tree, buffers = proxy._encode((tuple(args), dict(kwargs or {})))
+        msg = {"op": "call", "name": self._name, "args": tree["v"][0], "kwargs": tree["v"][1]}
+        if not self._student_stopped:
+            proxy._process.pause()  # a submission that cannot be stopped is killed (RunEnded, the student's)
+            self._student_stopped = True
+        start = time.perf_counter()
+        try:
+            proxy._request(msg, buffers, self._ref)
+        except RunEnded as exc:  # the reference's own process ended: the instructor's code, not the student's
+            raise CheckUsageError(f"the reference code's process ended: {exc.message}") from None
+        except StudentError as exc:
+            raise CheckUsageError(f"the reference code raised {exc}") from None
+        return time.perf_counter() - start
 
 
 def _top_level_names(source: str) -> set[str]:

@@ -4,10 +4,17 @@ A mutant may declare which check category should catch it with a comment line ``
 comma-separated categories allowed); the gate then also requires that it lost points in a check of one of those
 categories, so a check that silently stops testing its property is noticed even if another check still fails.
 The result is a matrix files × checks, for the API (``to_dict``) and for ``autograder problems validate``.
+
+Timing verdicts are measured, so the gate does not trust one grading of them (``confirm_timing``): a solution that
+lost points only in timing checks is graded once more before it is refused, and a mutant declared ``caught-by:
+timing`` is graded twice and counts as caught only if it lost timing points both times. Either way a verdict that
+changed between the two gradings is reported as unstable (a note for a solution that then scored full marks, a
+problem for a mutant, whose timing check then has no margin on it).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable
@@ -21,6 +28,7 @@ from graders.model import CodeProblem
 from graders.results import CATEGORIES, Verdict
 
 _CAUGHT_BY = re.compile(r"^#\s*caught-by:\s*(.+?)\s*$", re.MULTILINE)
+TIMING = "timing"  # the check category whose verdicts are measured, not computed
 FileKind = Literal["solution", "mutant"]
 
 
@@ -46,6 +54,8 @@ class FileRow:
     expected: list[str] = field(default_factory=list)
     seconds: float = 0.0
     message: str = ""
+    notes: list[str] = field(default_factory=list)
+    timing_lost: tuple[bool, ...] = ()  # a timing mutant: whether it lost timing points, per grading
 
     @property
     def full_marks(self) -> bool:
@@ -66,6 +76,7 @@ class FileRow:
             "expected_categories": self.expected,
             "lost_in_categories": self.lost_in(categories),
             "seconds": round(self.seconds, 3),
+            "notes": self.notes,
             "checks": {name: vars(cell) for name, cell in self.cells.items()},
         }
 
@@ -122,6 +133,29 @@ def grade_file(
     return row
 
 
+def confirm_timing(row: FileRow, regrade: Callable[[], FileRow], categories: dict[str, str]) -> FileRow:
+    """Grade again where one timing verdict would decide: see the module docstring. Returns the row to judge."""
+    if row.kind == "solution":
+        if set(row.lost_in(categories)) != {TIMING}:
+            return row
+        again = regrade()
+        again.notes.append(
+            f"lost timing points in a first grading ({row.score:g}/{row.max_score:g}), re-graded: "
+            f"{again.score:g}/{again.max_score:g}" + (" (timing verdict unstable)" if again.full_marks else "")
+        )
+        return again
+    if TIMING not in row.expected:
+        return row
+    again = regrade()
+    row.timing_lost = (TIMING in row.lost_in(categories), TIMING in again.lost_in(categories))
+    if row.timing_lost[0] != row.timing_lost[1]:
+        row.notes.append(
+            f"timing verdict unstable: lost timing points in {sum(row.timing_lost)} of 2 gradings "
+            f"({row.score:g} then {again.score:g}/{row.max_score:g})"
+        )
+    return row
+
+
 def row_problems(row: FileRow, where: str, categories: dict[str, str], total: float) -> list[str]:
     """Why this row breaks the gate (empty when it is fine)."""
     if row.verdict == Verdict.INTERNAL_ERROR:
@@ -140,6 +174,11 @@ def row_problems(row: FileRow, where: str, categories: dict[str, str], total: fl
     if unknown:
         return [f"{where}: unknown caught-by categories {unknown}; expected some of {sorted(CATEGORIES)}"]
     lost = row.lost_in(categories)
+    if row.timing_lost and any(row.timing_lost) and not all(row.timing_lost):
+        return [
+            f"{where}: timing verdict unstable: the mutant lost timing points in {sum(row.timing_lost)} of "
+            f"{len(row.timing_lost)} gradings, so the timing check has no margin on it"
+        ]
     if row.expected and not set(row.expected) & set(lost):
         return [
             f"{where}: mutant declares caught-by {', '.join(row.expected)} but lost points only in "
@@ -196,6 +235,7 @@ def render_table(report: GateReport) -> str:
         f"{head} = {c.name} ({c.category}, {c.points:g} pt)" for head, c in zip(heads, report.checks, strict=True)
     )
     lines.append(f"columns: {legend}")
+    lines += [f"note: {row.path}: {note}" for row in report.rows for note in row.notes]
     lines += [f"problem: {p}" for p in report.problems]
     return "\n".join(lines)
 
@@ -228,6 +268,8 @@ def run_mutant_gate(
             report.problems.append(f"{folder}: no reference solution (*.py); at least one must score full marks")
         for path in files:
             row = grade_file(grader, problem, checks, path, kind)
+            regrade = functools.partial(grade_file, grader, problem, checks, path, kind)
+            row = confirm_timing(row, regrade, report.categories)
             report.rows.append(row)
             if progress is not None:
                 progress(f"{problem.id}: {kind} {path.name}: {row.score:g}/{total:g}")

@@ -1,4 +1,4 @@
-"""time() and time_reference(): per-run round trips with fresh inputs, and instructor code timed in a clean child.
+"""time(), time_reference() and timing sessions: fresh inputs per run, instructor code timed in a clean child.
 
 No timed assertions: the tests check what each run receives and where it runs, never how long it takes.
 """
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import torch
 
+from graders.code.attention.sequential import Plan
+from graders.code.attention.timing import timing_check
 from graders.code.checks import CheckFailed, CheckSpec
 from graders.results import Verdict, Visibility
 from graders.sandbox import procfs
@@ -127,6 +129,111 @@ def test_time_reference_errors_are_the_checks_not_the_students(grader):
 
     def missing(student):
         student.time_reference("x = 1\n", "f", [1])
+
+    def still_works(student):
+        if student.call("add", 2, 3) != 5:
+            raise CheckFailed("the student's process did not survive")
+
+    result = _run(grader, support.GOOD_SOURCE, broken, missing, still_works)
+    feedback = [c.feedback for c in result.checks]
+    assert feedback[0] == feedback[1] == "the check could not run (an error in the check, not in your code)"
+    assert result.checks[2].passed, result.to_dict()
+    support.assert_healthy(grader)
+
+
+# Instructor code for a timing session: like REFERENCE_SOURCE, and it counts its calls, so a second child would show.
+SESSION_REFERENCE_SOURCE = (
+    REFERENCE_SOURCE
+    + """
+_calls = [0]
+
+def reference_count(a, calls_before):
+    reference_add(a, a)  # clean, and every process of the student stopped
+    if _calls[0] != calls_before:
+        raise RuntimeError(f'a new reference child: {_calls[0]} calls before, expected {calls_before}')
+    _calls[0] += 1
+    return a
+"""
+)
+
+
+def test_a_timing_session_keeps_one_clean_reference_child_and_stops_the_student_for_it(grader):
+    seen = {"results": [], "times": []}
+
+    def session(student):
+        x = torch.ones(3)
+        with student.timing_session(SESSION_REFERENCE_SOURCE, "reference_count") as timed:
+            for i in range(4):
+                call = timed.student("add", [x, x * i])  # the student runs again for its own calls
+                seen["times"] += [call.seconds, timed.reference([x, i])]
+                seen["results"].append(call.result())
+        seen["after"] = student.call("add", torch.ones(2), torch.ones(2))  # resumed after the session
+
+    result = _run(grader, CACHING_SOURCE, session)
+    assert result.verdict == Verdict.ACCEPTED, result.to_dict()
+    assert [r.tolist() for r in seen["results"]] == [[1.0] * 3, [2.0] * 3, [3.0] * 3, [4.0] * 3]
+    assert len(seen["times"]) == 8 and all(s > 0 for s in seen["times"])
+    assert torch.equal(seen["after"], torch.full((2,), 2.0))
+    support.assert_healthy(grader)
+
+
+# A correct attention that answers one call, BAD_AT, with garbage at once, and counts the calls it received.
+COUNTING_ATTENTION = """
+import torch
+
+_calls = [0]
+BAD_AT = {bad_at}
+
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    call = _calls[0]
+    _calls[0] += 1
+    if call == BAD_AT:
+        return torch.zeros(*q.shape[:-1], v.shape[-1]), torch.zeros(*q.shape[:-1], k.shape[-2])
+    scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    allowed = key_valid[:, None, None, :]
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
+    return weights @ v, weights
+
+
+def calls():
+    return _calls[0]
+"""
+
+
+def test_which_calls_are_verified_cannot_be_seen_from_inside(grader):
+    # By construction: every call is verified, and only after the last call of its batch, so the calls the
+    # student receives do not depend on which one was wrong: the trusted side reacted to nothing in between.
+    plan = Plan(first=5, step=4, most=9)
+    timing = timing_check(sizes=(16, 32), plan=plan).__autograder_check__  # type: ignore[attr-defined]
+    problem = support.problem(entrypoints=("scaled_attention", "calls"))
+    received = {}
+    for bad_at in (0, 2, 5):
+        counted = {}
+
+        def count(student, counted=counted):
+            counted["calls"] = student.call("calls")
+
+        source = COUNTING_ATTENTION.format(bad_at=bad_at)
+        # Visible, like the timing check: it runs in the same child and sees the calls that child received.
+        counter = CheckSpec("count", count, 1.0, "answer", Visibility.VISIBLE, 10.0, "")
+        result = grader.grade(source=source, problem=problem, checks=[timing, counter])
+        assert result.checks[0].score == 0.0, result.to_dict()
+        assert "one of the calls made while timing" in result.checks[0].feedback
+        received[bad_at] = counted["calls"]
+    assert set(received.values()) == {1 + plan.first}, received  # the warm-up and the first batch, whatever failed
+    support.assert_healthy(grader)
+
+
+def test_timing_session_reference_errors_are_the_checks_not_the_students(grader):
+    def broken(student):
+        with student.timing_session("def f(x):\n    raise ValueError('instructor bug')\n", "f") as timed:
+            timed.student("add", [torch.ones(2), torch.ones(2)])
+            timed.reference([1])
+
+    def missing(student):
+        with student.timing_session("x = 1\n", "f"):
+            pass
 
     def still_works(student):
         if student.call("add", 2, 3) != 5:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import statistics
+from dataclasses import dataclass, field
 
 import torch
 
 from graders.code.attention.basic import attention_probe, gate, no_probe
 from graders.code.attention.calling import call_attention, is_visible
-from graders.code.attention.inputs import generator, randn, random_case
+from graders.code.attention.inputs import AttentionCase, generator, randn, random_case
 from graders.code.attention.jail_sources import REFERENCE_BATCHED_NAME, REFERENCE_BATCHED_SOURCE
-from graders.code.attention.timing import Args, fresh_seed, time_fresh, verify_result
+from graders.code.attention.sequential import Plan, Sample, Steps, decide
+from graders.code.attention.timing import PLAN, Args, Expected, VerifiedCalls, fresh_seed, one_thread
 from graders.code.checks import CheckFailed, CheckFunc, StudentProxy, check
 
 
@@ -59,29 +60,25 @@ def _agree(student: StudentProxy, loop_entry: str, batched_entry: str, visible: 
 
 @dataclass(frozen=True)
 class SpeedRow:
+    """Medians at one T: the times of each version and of the reference, the median speed-up and ratio."""
+
     t: int
     loop_s: float
     batched_s: float
     reference_s: float
-
-    @property
-    def speedup(self) -> float:
-        return self.loop_s / max(self.batched_s, 1e-9)
-
-    @property
-    def ratio(self) -> float:
-        """How many times slower than the reference batched implementation (timed in a clean process)."""
-        return self.batched_s / max(self.reference_s, 1e-9)
+    speedup: float  # median over runs of loop time / batched time
+    ratio: float  # median over runs of batched time / reference time (the reference in a clean process)
+    runs: int
 
 
 def format_speed_table(rows: list[SpeedRow], loop_entry: str, batched_entry: str) -> str:
     header = (
         f"{'T':>5}  {loop_entry + ' ms':>20}  {batched_entry + ' ms':>23}  {'reference ms':>12}  "
-        f"{'speed-up':>8}  {'vs ref':>7}"
+        f"{'speed-up':>8}  {'vs ref':>7}  {'runs':>4}"
     )
     body = [
         f"{r.t:>5}  {r.loop_s * 1e3:>20.3f}  {r.batched_s * 1e3:>23.3f}  {r.reference_s * 1e3:>12.3f}  "
-        f"{r.speedup:>7.1f}×  {r.ratio:>6.1f}×"
+        f"{r.speedup:>7.1f}×  {r.ratio:>6.1f}×  {r.runs:>4}"
         for r in rows
     ]
     return "\n".join([header, *body])
@@ -93,50 +90,62 @@ def speed_args(t: int, seed: int) -> Args:
     return [randn(gen, 1, 2, t, 16).float() for _ in range(3)], {}
 
 
-def measure(
-    student: StudentProxy,
-    loop_entry: str,
-    batched_entry: str,
-    t: int,
-    warmup: int,
-    repeat: int,
-    *,
-    verify: bool = True,
-) -> tuple[SpeedRow, SpeedRow]:
-    """(medians, fastest runs) at one T: the table shows medians; decisions use the fastest run of each, because
-    load on the worker only ever adds time, so the fastest run is the steadiest estimate of a version's own cost.
+def speed_case(t: int, seed: int) -> AttentionCase:
+    (q, k, v), _ = speed_args(t, seed)
+    return AttentionCase(f"T={t}", q, k, v)
 
-    Every timed run gets inputs of its own (timing.time_fresh), so neither version can answer from a cache, not
-    even from results the other version computed; the batched version's result is verified while it is timed.
-    The reference runs in a clean process (``time_reference``); it is cheap, so it gets more repeats.
+
+@dataclass
+class TripletRuns:
+    """The runs of one size: the loop, the batched version and the reference, back to back, every call verified.
+
+    Each run calls the loop and the batched version on inputs of their own (neither can answer from what the other
+    computed) and the reference on the batched version's inputs, in the order loop, batched, reference and then
+    the other way round, so the batched call always sits between the two it is compared with. Called with n, it
+    makes n more runs as one batch (plus one warm-up run before the first, not counted): reference results first,
+    then the calls, then the verification of every result (timing.VerifiedCalls), then per run the two ratios
+    (batched / loop, batched / reference).
     """
 
-    def make_args(seed: int) -> Args:
-        return speed_args(t, seed)
+    calls: VerifiedCalls
+    loop_entry: str
+    batched_entry: str
+    t: int
+    times: list[tuple[float, float, float]] = field(default_factory=list)
+    warmed_up: bool = False
+    _flip: bool = False
 
-    def check_result(args: list[Any], kwargs: dict[str, Any]) -> None:
-        verify_result(student, batched_entry, args, kwargs)
+    def __call__(self, n: int) -> list[Sample]:
+        count = n + (not self.warmed_up)
+        with one_thread():
+            cases = [(speed_case(self.t, fresh_seed()), speed_case(self.t, fresh_seed())) for _ in range(count)]
+            expected = [(VerifiedCalls.expect(a), VerifiedCalls.expect(b)) for a, b in cases]  # ahead of the calls
+        runs = [self._run(a, b, want) for (a, b), want in zip(cases, expected, strict=True)]
+        with one_thread():
+            self.calls.verify()
+        if not self.warmed_up:
+            self.warmed_up, runs = True, runs[1:]
+        self.times += runs
+        return [(batched / max(loop, 1e-9), batched / max(ref, 1e-9)) for loop, batched, ref in runs]
 
-    loop = time_fresh(student, loop_entry, t, make_args, warmup=warmup, repeat=repeat)
-    batched = time_fresh(
-        student, batched_entry, t, make_args, warmup=warmup, repeat=repeat, verify=check_result if verify else None
-    )
-    ref_args, ref_kwargs = make_args(fresh_seed())
-    reference = student.time_reference(
-        REFERENCE_BATCHED_SOURCE, REFERENCE_BATCHED_NAME, ref_args, ref_kwargs, warmup=warmup, repeat=2 * repeat + 1
-    )
-    timings = (loop, batched, reference)
-    medians = SpeedRow(t, *(timing.median_s for timing in timings))
-    return medians, SpeedRow(t, *(min(timing.times_s) for timing in timings))
+    def _run(
+        self, loop_case: AttentionCase, batched_case: AttentionCase, expected: tuple[Expected, Expected]
+    ) -> tuple[float, float, float]:
+        session, calls = self.calls.session, self.calls
+        self._flip = not self._flip
+        if self._flip:
+            loop = calls.call(self.loop_entry, loop_case, expected[0])
+            batched = calls.call(self.batched_entry, batched_case, expected[1])
+            return loop, batched, session.reference(batched_case.args, batched_case.kwargs)
+        ref = session.reference(batched_case.args, batched_case.kwargs)
+        batched = calls.call(self.batched_entry, batched_case, expected[1])
+        return calls.call(self.loop_entry, loop_case, expected[0]), batched, ref
 
-
-def shortfall(row: SpeedRow, min_speedup: float, max_ratio: float) -> str | None:
-    """Why the batched version is not fast enough at this row, or None."""
-    if row.speedup < min_speedup:
-        return f"only {row.speedup:.1f}× faster than the loop (needs {min_speedup:g}×)"
-    if row.ratio > max_ratio:
-        return f"{row.ratio:.0f}× slower than a matrix-product reference (allowed {max_ratio:g}×)"
-    return None
+    def row(self) -> SpeedRow:
+        loop, batched, ref = (statistics.median(x[i] for x in self.times) for i in range(3))
+        speedup = statistics.median(lo / max(b, 1e-9) for lo, b, _ in self.times)
+        ratio = statistics.median(b / max(r, 1e-9) for _, b, r in self.times)
+        return SpeedRow(self.t, loop, batched, ref, speedup, ratio, len(self.times))
 
 
 def speedup_check(
@@ -147,44 +156,58 @@ def speedup_check(
     name: str = "batched_faster",
     sizes: tuple[int, ...] = (32, 128, 256),
     min_speedup: float = 3.0,
-    max_ratio: float = 15.0,
-    warmup: int = 1,
-    repeat: int = 3,
-    verify: bool = True,
+    max_ratio: float = 4.0,
+    table_runs: int = 3,
+    plan: Plan = PLAN,
 ) -> CheckFunc:
     """Build the timing check: a table over ``sizes``; at the largest T the batched version must be fast.
 
-    Fast means both: ``min_speedup``× faster than the student's own loop, and within ``max_ratio``× of a
-    matrix-product reference timed the same way in a clean process (``time_reference``). A "batched" version that
-    still loops over queries in Python pays ~10 µs of interpreter overhead per query: at T ≈ 256 that dominates
-    (about 1× the loop, 50× the reference), while a vectorised version is ~25× faster than the loop and 1-3× the
-    reference. At much larger T the T² elementwise work of a hand-written softmax narrows both gaps, so the
-    decision is taken at a moderate largest T (256 by default), where the margins are wide on both sides. With
-    ``verify`` (the default) a call of the batched version made among the timed ones must match the reference
-    (timing.time_fresh).
+    Fast means both, as medians over paired runs: ``min_speedup``× faster than the student's own loop, and within
+    ``max_ratio``× of a matrix-product reference timed in a clean process beside it (``timing_session``). A
+    "batched" version that still loops over queries in Python pays ~10 µs of interpreter overhead per query: at
+    T ≈ 256 that dominates (5-10× the reference), while a vectorised version is 1-2× the reference. At much larger T
+    the T² elementwise work of a hand-written softmax narrows the gap, so the decision is taken at a moderate
+    largest T (256 by default), where the margins are wide on both sides; it is sequential (timing.sequential):
+    measured until both medians are clearly on one side of their limits, re-measured on an edge. The smaller sizes
+    get ``table_runs`` runs for the table only. Every call of either version made while timing is verified against
+    the reference (timing.VerifiedCalls): only correct results are timed.
     """
+    steps = [Steps((1.0 / min_speedup,), (1.0, 0.0)), Steps((max_ratio,), (1.0, 0.0))]
 
     @check(points=points, category="timing", visibility="visible", name=name)
     def batched_faster(student: StudentProxy) -> str:
-        """Median times over several T; at the largest T the batched version is clearly faster than the loop."""
-        measured = [measure(student, loop_entry, batched_entry, t, warmup, repeat, verify=verify) for t in sizes]
-        if shortfall(measured[-1][1], min_speedup, max_ratio):
-            # Re-measure before penalising, so a stall of the worker cannot fail a correct pair.
-            again = measure(student, loop_entry, batched_entry, sizes[-1], warmup, repeat, verify=verify)
-            if not shortfall(again[1], min_speedup, max_ratio):
-                measured[-1] = again
-        table = format_speed_table([medians for medians, _ in measured], loop_entry, batched_entry)
+        """Paired runs over several T; at the largest T the batched version is clearly faster than the loop."""
+        rows: list[SpeedRow] = []
+        with student.timing_session(REFERENCE_BATCHED_SOURCE, REFERENCE_BATCHED_NAME) as session:
+            calls = VerifiedCalls(session)
+            for t in sizes[:-1]:
+                runs = TripletRuns(calls, loop_entry, batched_entry, t)
+                runs(table_runs)
+                rows.append(runs.row())
+            runs = TripletRuns(calls, loop_entry, batched_entry, sizes[-1])
+            outcome = decide(runs, steps, plan)
+            rows.append(runs.row())
+        table = format_speed_table(rows, loop_entry, batched_entry)
         where = (
-            f"timed on {student.device}, median of {repeat} runs on fresh inputs after {warmup} warm-up; judged on "
-            "the fastest run"
+            f"timed on {student.device}; each run times both versions and the reference (in a separate clean "
+            f"process) back to back on fresh inputs, judged on medians over {outcome.runs} runs at T={sizes[-1]}; "
+            f"all {calls.verified} results were checked"
         )
-        best = measured[-1][1]
-        problem = shortfall(best, min_speedup, max_ratio)
-        if problem:
+        best = rows[-1]
+        if outcome.fraction < 1.0:
+            speed_lo, ratio_lo = (bounds[0] for bounds in outcome.last.bounds)
+            problems = []
+            if steps[0].fraction(speed_lo) == 0.0:
+                problems.append(f"only {best.speedup:.1f}× faster than the loop (needs {min_speedup:g}×)")
+            if steps[1].fraction(ratio_lo) == 0.0:
+                problems.append(f"{best.ratio:.1f}× slower than a matrix-product reference (allowed {max_ratio:g}×)")
             raise CheckFailed(
-                f"at T={best.t} {batched_entry} is {problem}; {where}. Compute all scores with one matrix product "
-                f"instead of a Python loop.\n{table}"
+                f"at T={best.t} {batched_entry} is {' and '.join(problems)}; {where}. Compute all scores with one "
+                f"matrix product instead of a Python loop.\n{table}"
             )
-        return f"{batched_entry} is {best.speedup:.0f}× faster than {loop_entry} at T={best.t} ({where}).\n{table}"
+        return (
+            f"{batched_entry} is {best.speedup:.0f}× faster than {loop_entry} and {best.ratio:.1f}× the reference at "
+            f"T={best.t} ({where}).\n{table}"
+        )
 
     return batched_faster

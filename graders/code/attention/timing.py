@@ -1,68 +1,48 @@
-"""Timing against a reference timed in a clean process; only what the trusted side measures and compares counts.
+"""Timing against a reference timed in a clean process, run by run; only verified results are timed.
 
-- The baseline is ``student.time_reference``: the instructor's reference (jail_sources) runs in a fresh jailed
-  child that never loaded student code, while the student's processes are stopped, timed exactly as ``time``
-  times the student. Nothing the submission does (patching torch, wrapping names) can slow it down.
-- The student's function is timed with ``student.time``, one run per call, each run on inputs drawn from a seed
-  of its own (``secrets``): no two timed runs, warm-ups, re-measurements or entry points see the same inputs, so no
-  cache (on identity, content, or content rounded past the proxy's noise) can answer a timed run, and the inputs
-  cannot be known in advance.
-- What was timed must be correct: one extra call per measurement, at a random position among the timed runs and
-  indistinguishable from them in the jail, is compared with the trusted reference (``verify``), so a function
-  that answers large inputs quickly with garbage fails instead of looking fast.
-
-Only the ratio is scored, with generous thresholds so a correct solution is never failed by noise; the score uses
-the fastest run of each (load on the worker only ever adds time).
+- Paired runs (``StudentProxy.timing_session``): one clean jailed child holds the instructor's reference
+  (jail_sources) for the whole check and never sees student code; every run times the student's function and the
+  reference back to back (student first, then reference, then the other way round), and the student's processes
+  are stopped whenever the reference runs. Load on the worker hits both halves of a run alike, so each run gives
+  one paired ratio, student time over reference time.
+- Fresh inputs: every call, warm-ups included, gets inputs drawn from a seed of its own (``secrets``), so no cache
+  (on identity, content, or content rounded) can answer a timed call, and the inputs cannot be known in advance.
+- Every call verified: the float64 reference results of a batch's inputs are computed on the trusted side *before*
+  the batch runs; the batch's calls then run back to back, and every result is decoded and compared only after
+  the batch's last call (``VerifiedCalls``). Nothing between two calls depends on what a call returned, and there
+  is no call that is not checked, so a function cannot tell checked calls from unchecked ones: there are none. Any
+  wrong result (or an exception) anywhere gives no timing points.
+- The score: the median of the paired ratios, mapped to full points up to ``full_ratio``, ``partial`` between,
+  none from ``zero_ratio``; measured sequentially until the median's confidence interval is clearly inside one
+  band, re-measured when it sits on an edge (``sequential``). The check's score is the worst over the sizes.
 """
 
 from __future__ import annotations
 
-import math
+import contextlib
 import secrets
-from collections.abc import Callable
-from dataclasses import dataclass
+import statistics
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+from torch import Tensor
+
 from graders.code.attention.calling import as_pair, student_message
-from graders.code.attention.compare import compare
+from graders.code.attention.compare import compare, shape_problem
 from graders.code.attention.inputs import AttentionCase, generator, key_valid_mask, randn
 from graders.code.attention.jail_sources import REFERENCE_NAME, REFERENCE_SOURCE
 from graders.code.attention.reference import reference_attention
-from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, Timing, check
+from graders.code.attention.sequential import Outcome, Plan, Sample, Steps, decide
+from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, TimedCall, TimingSession, check
 
 # The result of a timed function at timing sizes, against the float64 reference (float32 inputs).
 VERIFY_RTOL, VERIFY_ATOL = 1e-3, 1e-4
+PLAN = Plan(first=5, step=4, most=13)
 
 Args = tuple[list[Any], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class TimingRow:
-    t: int
-    student_s: float
-    reference_s: float
-
-    @property
-    def ratio(self) -> float:
-        return self.student_s / max(self.reference_s, 1e-9)
-
-
-def format_table(rows: list[TimingRow], student_label: str = "yours", reference_label: str = "reference") -> str:
-    """An aligned text table: T, student ms, reference ms, ratio."""
-    header = f"{'T':>5}  {student_label + ' ms':>12}  {reference_label + ' ms':>14}  {'ratio':>7}"
-    lines = [header] + [
-        f"{r.t:>5}  {r.student_s * 1e3:>12.3f}  {r.reference_s * 1e3:>14.3f}  {r.ratio:>6.1f}×" for r in rows
-    ]
-    return "\n".join(lines)
-
-
-def ratio_score(ratio: float, full_ratio: float, zero_ratio: float) -> float:
-    """1 up to ``full_ratio``× the reference, 0 from ``zero_ratio``×, log-linear in between."""
-    if ratio <= full_ratio:
-        return 1.0
-    if ratio >= zero_ratio:
-        return 0.0
-    return 1.0 - math.log(ratio / full_ratio) / math.log(zero_ratio / full_ratio)
+Expected = tuple[Tensor, Tensor]  # (output, weights) of the float64 reference
 
 
 def fresh_seed() -> int:
@@ -77,85 +57,180 @@ def timing_args(t: int, seed: int) -> Args:
     return [q, k, v], {"key_valid": key_valid_mask(gen, 2, t, p_valid=0.8)}
 
 
-def verify_result(student: StudentProxy, entry: str, args: list[Any], kwargs: dict[str, Any]) -> None:
-    """Call ``entry`` once and compare with the trusted reference; CheckFailed when it differs or raises."""
-    case = AttentionCase("timing", args[0], args[1], args[2], kwargs.get("key_valid"))
-    t = case.q.shape[-2]
+def timing_case(t: int, seed: int) -> AttentionCase:
+    (q, k, v), kwargs = timing_args(t, seed)
+    return AttentionCase(f"T={t}", q, k, v, kwargs.get("key_valid"))
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Trusted-side torch work of a timing check (reference results, comparisons) on the calling thread alone.
+
+    These tensors are large enough for torch to split each op over its intra-op threads, and on a busy machine one
+    descheduled thread stalls every op: ~5× slower with a CPU-bound process beside. None of this work is timed, but
+    it is most of the check's wall time. With torch's OpenMP backend the setting is the calling thread's; it is
+    restored on exit (where torch refuses to change it, the work runs as it is).
+    """
+    before = torch.get_num_threads()
+    if before == 1:
+        yield
+        return
     try:
-        result = student.call(entry, *args, **kwargs)
-    except StudentError as err:
-        raise CheckFailed(f"{entry} raised {student_message(err, visible=True)} at T={t}") from None
-    expected_out, expected_w = reference_attention(case.q, case.k, case.v, case.key_valid)
-    out, weights = as_pair(result, entry, case)
-    for what, got, expected in (("weights", weights, expected_w), ("output", out, expected_out)):
-        problem = compare(got, expected, rtol=VERIFY_RTOL, atol=VERIFY_ATOL, what=what)
-        if problem:
+        torch.set_num_threads(1)
+    except RuntimeError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _close(got: Any, want: Tensor) -> bool:
+    """The common case of ``compare`` in a few passes: |got - want| <= atol + rtol·|want| everywhere (NaN never).
+
+    ``want`` is a finite float64 reference, so this is torch.isclose's rule; anything else goes to ``compare``,
+    which also writes the report.
+    """
+    if shape_problem(got, want, "x") is not None:
+        return False
+    diff = got.detach().to("cpu", torch.float64).sub_(want).abs_()
+    return bool((diff <= want.abs().mul_(VERIFY_RTOL).add_(VERIFY_ATOL)).all())
+
+
+@dataclass
+class _Pending:
+    entry: str
+    case: AttentionCase
+    expected: Expected
+    call: TimedCall
+
+
+class VerifiedCalls:
+    """The student's calls of a timing session, each compared with the trusted reference after its batch.
+
+    ``expect`` computes the float64 reference of a case on the trusted side (do it for a whole batch before the
+    batch runs); ``call`` makes one timed call and keeps its reply undecoded; ``verify`` decodes and compares every
+    pending result (CheckFailed at the first wrong one) and is called after the batch's last call.
+    """
+
+    def __init__(self, session: TimingSession) -> None:
+        self.session = session
+        self.pending: list[_Pending] = []
+        self.verified = 0
+
+    @staticmethod
+    def expect(case: AttentionCase) -> Expected:
+        return reference_attention(case.q, case.k, case.v, case.key_valid, case.causal)
+
+    def call(self, entry: str, case: AttentionCase, expected: Expected) -> float:
+        """One timed call of ``entry`` on ``case``: its seconds (CheckFailed when it raised)."""
+        try:
+            timed = self.session.student(entry, case.args, case.kwargs)
+        except StudentError as err:
             raise CheckFailed(
-                f"at T={t} (one of the calls made while timing) {entry} returned wrong {what}: {problem}. Only "
-                "correct results are timed."
-            )
+                f"{entry} raised {student_message(err, visible=True)} while being timed ({case.label})"
+            ) from None
+        self.pending.append(_Pending(entry, case, expected, timed))
+        return timed.seconds
+
+    def verify(self) -> None:
+        pending, self.pending = self.pending, []
+        for item in pending:
+            out, weights = as_pair(item.call.result(), item.entry, item.case)
+            for what, got, want in (("weights", weights, item.expected[1]), ("output", out, item.expected[0])):
+                if _close(got, want):
+                    continue
+                problem = compare(got, want, rtol=VERIFY_RTOL, atol=VERIFY_ATOL, what=what)
+                if problem:
+                    raise CheckFailed(
+                        f"at {item.case.label} (one of the calls made while timing) {item.entry} returned wrong "
+                        f"{what}: {problem}. Only correct results are timed: every timed call is checked."
+                    )
+            self.verified += 1
 
 
-def time_fresh(
-    student: StudentProxy,
-    entry: str,
-    t: int,
-    make_args: Callable[[int], Args],
-    *,
-    warmup: int,
-    repeat: int,
-    verify: Callable[[list[Any], dict[str, Any]], None] | None = None,
-) -> Timing:
-    """``repeat`` timed runs of the student's ``entry`` at T = ``t``, each on inputs of a fresh seed, after ``warmup``.
+@dataclass
+class PairedRuns:
+    """The runs of one size: each run one student call and one reference call, back to back, on fresh inputs.
 
-    With ``verify``, one more call on fresh inputs is made at a random position among the runs and its result is
-    checked by ``verify`` (which raises CheckFailed).
-    """
-    verify_at = secrets.randbelow(repeat + 1) if verify is not None else -1
-    times: list[float] = []
-    try:
-        if warmup:
-            args, kwargs = make_args(fresh_seed())
-            student.time(entry, args, kwargs, warmup=warmup, repeat=0)
-        for i in range(repeat + 1):
-            if i == verify_at and verify is not None:
-                verify(*make_args(fresh_seed()))
-            if i < repeat:
-                args, kwargs = make_args(fresh_seed())
-                times.extend(student.time(entry, args, kwargs, warmup=0, repeat=1).times_s)
-    except StudentError as err:
-        raise CheckFailed(f"{entry} raised {student_message(err, visible=True)} while being timed (T={t})") from None
-    return Timing(times)
-
-
-def time_reference(
-    student: StudentProxy, source: str, name: str, args: list[Any], kwargs: dict[str, Any], warmup: int, repeat: int
-) -> Timing:
-    """The instructor's reference, timed in a clean child (see the module docstring)."""
-    return student.time_reference(source, name, args, kwargs, warmup=warmup, repeat=repeat)
-
-
-def time_pair(
-    student: StudentProxy, entry: str, t: int, warmup: int, repeat: int, *, verify: bool = True
-) -> tuple[TimingRow, TimingRow]:
-    """(medians, fastest runs) of the student's function and the reference at T = ``t``.
-
-    The table shows medians; the score uses the fastest run of each, since load on the worker only ever adds
-    time, so the fastest run is the steadiest estimate of a function's own cost.
+    Called with n, it makes n more runs as one batch (plus one warm-up run before the first, not counted):
+    reference results first, then the calls, then the verification of every result, then the n ratios.
     """
 
-    def make_args(seed: int) -> Args:
-        return timing_args(t, seed)
+    calls: VerifiedCalls
+    entry: str
+    make_case: Callable[[int], AttentionCase]
+    student_s: list[float] = field(default_factory=list)
+    reference_s: list[float] = field(default_factory=list)
+    warmed_up: bool = False
+    _flip: bool = False
 
-    def check_result(args: list[Any], kwargs: dict[str, Any]) -> None:
-        verify_result(student, entry, args, kwargs)
+    def _run(self, case: AttentionCase, expected: Expected) -> tuple[float, float]:
+        session = self.calls.session
+        self._flip = not self._flip
+        if self._flip:
+            mine = self.calls.call(self.entry, case, expected)
+            return mine, session.reference(case.args, case.kwargs)
+        ref = session.reference(case.args, case.kwargs)
+        return self.calls.call(self.entry, case, expected), ref
 
-    mine = time_fresh(
-        student, entry, t, make_args, warmup=warmup, repeat=repeat, verify=check_result if verify else None
-    )
-    ref_args, ref_kwargs = make_args(fresh_seed())
-    ref = time_reference(student, REFERENCE_SOURCE, REFERENCE_NAME, ref_args, ref_kwargs, warmup, 2 * repeat + 1)
-    return TimingRow(t, mine.median_s, ref.median_s), TimingRow(t, min(mine.times_s), min(ref.times_s))
+    def __call__(self, n: int) -> list[Sample]:
+        with one_thread():
+            cases = [self.make_case(fresh_seed()) for _ in range(n + (not self.warmed_up))]
+            expected = [VerifiedCalls.expect(case) for case in cases]  # ahead of the calls
+        runs = [self._run(case, want) for case, want in zip(cases, expected, strict=True)]
+        with one_thread():
+            self.calls.verify()
+        if not self.warmed_up:
+            self.warmed_up, runs = True, runs[1:]
+        for mine, ref in runs:
+            self.student_s.append(mine)
+            self.reference_s.append(ref)
+        return [(mine / max(ref, 1e-9),) for mine, ref in runs]
+
+
+@dataclass(frozen=True)
+class SizeResult:
+    t: int
+    outcome: Outcome
+    student_ms: float
+    reference_ms: float
+
+    @property
+    def ratio(self) -> float:
+        return self.outcome.last.medians()[0]
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return self.outcome.last.bounds[0]
+
+
+def steps_for(full_ratio: float, zero_ratio: float, partial: float) -> Steps:
+    return Steps((full_ratio, zero_ratio), (1.0, partial, 0.0))
+
+
+def format_table(rows: list[SizeResult]) -> str:
+    """An aligned text table: T, medians of both times, the median ratio with its interval, runs, score."""
+    header = f"{'T':>5}  {'yours ms':>10}  {'reference ms':>12}  {'ratio':>7}  {'interval':>13}  {'runs':>4}  score"
+    lines = [header]
+    for r in rows:
+        lo, hi = r.interval
+        where = f"{lo:.1f}–{hi:.1f}×" if lo > 0 else "-"
+        mark = "" if r.outcome.decided else " (on an edge)"
+        lines.append(
+            f"{r.t:>5}  {r.student_ms:>10.3f}  {r.reference_ms:>12.3f}  {r.ratio:>6.1f}×  {where:>13}  "
+            f"{r.outcome.runs:>4}  {r.outcome.fraction:g}{mark}"
+        )
+    return "\n".join(lines)
+
+
+def measure_size(
+    session: TimingSession, calls: VerifiedCalls, entry: str, t: int, steps: Steps, plan: Plan
+) -> SizeResult:
+    runs = PairedRuns(calls, entry, lambda seed: timing_case(t, seed))
+    outcome = decide(runs, [steps], plan)
+    return SizeResult(t, outcome, statistics.median(runs.student_s) * 1e3, statistics.median(runs.reference_s) * 1e3)
 
 
 def timing_check(
@@ -163,44 +238,45 @@ def timing_check(
     points: float = 1.0,
     entry: str = "scaled_attention",
     name: str = "timing",
-    sizes: tuple[int, ...] = (32, 128, 256),
-    full_ratio: float = 20.0,
-    zero_ratio: float = 100.0,
-    warmup: int = 1,
-    repeat: int = 3,
-    verify: bool = True,
+    sizes: tuple[int, ...] = (128, 256),
+    full_ratio: float = 3.0,
+    zero_ratio: float = 12.0,
+    partial: float = 0.5,
+    plan: Plan = PLAN,
 ) -> CheckFunc:
-    """Build the timing check: the worst ratio to the clean-process reference over ``sizes`` is scored.
+    """Build the timing check: at each size, the median of paired ratios to the clean-process reference is scored.
 
-    With ``verify`` (the default) one call per measurement, made among the timed ones, must match the reference:
-    a wrong function gets no timing points, so a submission cannot look fast by answering large inputs with
-    garbage. Without it, timing trusts that the timed function computes attention.
+    Full points when it is clearly at most ``full_ratio``, ``partial`` of them up to ``zero_ratio``, none beyond;
+    the check's score is the worst size's. Every call made while timing is verified, so a submission cannot look
+    fast by answering some inputs with garbage.
     """
+    steps = steps_for(full_ratio, zero_ratio, partial)
 
     @check(points=points, category="timing", visibility="visible", name=name)
     def timing(student: StudentProxy) -> str:
-        """Median time over several T, relative to the reference timed the same way in a clean process."""
-        measured = []
-        for t in sizes:
-            pair = time_pair(student, entry, t, warmup, repeat, verify=verify)
-            if pair[1].ratio > full_ratio:
-                # Re-measure (on new inputs) before penalising: a stall of the worker must not cost a correct
-                # solution its points; the better of two attempts counts.
-                again = time_pair(student, entry, t, warmup, repeat, verify=verify)
-                pair = min(pair, again, key=lambda p: p[1].ratio)
-            measured.append(pair)
-        worst = max(best.ratio for _, best in measured)
-        table = format_table([medians for medians, _ in measured])
+        """Paired runs against a reference in a clean process; the median ratio over several T is scored."""
+        measured: list[SizeResult] = []
+        with student.timing_session(REFERENCE_SOURCE, REFERENCE_NAME) as session:
+            calls = VerifiedCalls(session)
+            for t in sizes:
+                measured.append(measure_size(session, calls, entry, t, steps, plan))
+                if measured[-1].outcome.fraction == 0.0:
+                    break  # nothing can raise the score: the larger sizes are not measured
+        worst = min(measured, key=lambda r: (r.outcome.fraction, -r.ratio))
+        fraction = worst.outcome.fraction
+        table = format_table(measured)
         where = (
-            f"timed on {student.device}, median of {repeat} runs on fresh inputs after {warmup} warm-up; scored on "
-            "the fastest run; the reference is timed in a separate clean process"
+            f"timed on {student.device}; each run times your function and the reference (in a separate clean "
+            f"process) back to back on fresh inputs, and the median of the ratios is measured until it is clearly "
+            f"inside one band; all {calls.verified} results were checked"
         )
-        fraction = ratio_score(worst, full_ratio, zero_ratio)
         if fraction < 1.0:
+            skipped = "" if len(measured) == len(sizes) else "; larger T were not measured"
             raise CheckFailed(
-                f"your function is {worst:.0f}× slower than the reference at worst (full points up to "
-                f"{full_ratio:g}×, none from {zero_ratio:g}×); {where}.\n{table}\nAvoid Python loops over "
-                "queries or keys: compute all scores with one matrix product.",
+                f"your function is {worst.ratio:.1f}× slower than the reference at T={worst.t} (median of paired "
+                f"runs; full points up to {full_ratio:g}×, {partial:g} of them up to {zero_ratio:g}×, none beyond); "
+                f"{where}{skipped}.\n{format_table(measured)}\nAvoid Python loops over queries or keys: compute "
+                "all scores with one matrix product.",
                 score_fraction=fraction,
             )
         return f"Within {full_ratio:g}× of the reference ({where}).\n{table}"

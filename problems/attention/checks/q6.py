@@ -25,5 +25,5 @@ CHECKS = [
     source_rules_check(
         points=1, entry=BATCHED, rules=BATCHED_RULES, name="batched_method", probe=attention_probe(BATCHED)
     ),
-    speedup_check(points=2, loop_entry=LOOP, batched_entry=BATCHED, sizes=(32, 128, 256), min_speedup=3, max_ratio=15),
+    speedup_check(points=2, loop_entry=LOOP, batched_entry=BATCHED, sizes=(32, 128, 256), min_speedup=3, max_ratio=4),
 ]

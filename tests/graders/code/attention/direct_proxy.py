@@ -2,28 +2,38 @@
 
 It mimics the jailed child (graders/sandbox/child.py): arguments and results are copied (so in-place changes
 never reach the caller), exceptions cross as StudentError(type name, message), ``call``/``time`` reach the
-submission module's names only, ``time`` sends noisy copies per run, ``time_reference`` runs instructor source as
-a module of its own, ``define`` runs in a separate helpers namespace that holds the module as ``submission``,
-Ref(name) resolves helper names, and a TrustedFunction becomes a callable that copies its arguments and results and
-raises what the child's proxy would (ArgumentRejected as its type, anything else as one fixed RuntimeError).
-Never use it for student uploads: the code runs in this process. For the same reason, never load a mutant that
-patches torch or builtins here (inplace_forges_torch_equal, timing_slows_reference): it would patch the trusted side
-too; those are graded through the sandbox only.
+submission module's names only, ``time`` sends noisy copies per run, ``time_reference`` and ``timing_session`` run
+instructor source as a module of its own, ``define`` runs in a separate helpers namespace that holds the module as
+``submission``, Ref(name) resolves helper names, and a TrustedFunction becomes a callable that copies its arguments
+and results and raises what the child's proxy would (ArgumentRejected as its type, anything else as one fixed
+RuntimeError). Never use it for student uploads: the code runs in this process. For the same reason, never load a
+mutant that patches torch or builtins here (inplace_forges_torch_equal, timing_slows_reference): it would patch the
+trusted side too; those are graded through the sandbox only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from graders.code.checks import ArgumentRejected, CheckFailed, CheckSpec, Ref, StudentError, Timing, TrustedFunction
+from graders.code.checks import (
+    ArgumentRejected,
+    CheckFailed,
+    CheckSpec,
+    Ref,
+    StudentError,
+    TimedCall,
+    Timing,
+    TrustedFunction,
+)
 from graders.code.proxy import CALLBACK_FAILED
 from graders.results import CheckResult, GradeResult, verdict_from_checks
 
@@ -151,6 +161,38 @@ class DirectProxy:
         if not callable(fn):
             raise AssertionError(f"the reference source defines no function named {name!r}")
         return _time_runs(fn, args, kwargs or {}, warmup, repeat, lambda run: run())
+
+    @contextlib.contextmanager
+    def timing_session(self, source: str, name: str) -> Iterator[DirectTimingSession]:
+        """Like the sandbox: the reference is a module of its own; arguments are passed as given (no noise)."""
+        module = types.ModuleType("reference")
+        exec(compile(source, "<reference>", "exec"), module.__dict__)  # trusted instructor source
+        fn = getattr(module, name, None)
+        if not callable(fn):
+            raise AssertionError(f"the reference source defines no function named {name!r}")
+        yield DirectTimingSession(self, fn)
+
+
+class DirectTimingSession:
+    """The TimingSession of DirectProxy: each call timed around the call itself, on copies of the arguments."""
+
+    def __init__(self, proxy: DirectProxy, reference: Callable[..., Any]) -> None:
+        self.proxy, self.reference_fn = proxy, reference
+
+    def student(self, name: str, args: list[Any], kwargs: dict[str, Any] | None = None) -> TimedCall:
+        fn = self.proxy._function(name)
+        a, k = self.proxy._copy_in(list(args)), self.proxy._copy_in(dict(kwargs or {}))
+        start = time.perf_counter()
+        value = self.proxy._run(lambda: fn(*a, **k))
+        elapsed = time.perf_counter() - start
+        out = self.proxy._copy_out(value)
+        return TimedCall(elapsed, lambda: out)
+
+    def reference(self, args: list[Any], kwargs: dict[str, Any] | None = None) -> float:
+        a, k = self.proxy._copy_in(list(args)), self.proxy._copy_in(dict(kwargs or {}))
+        start = time.perf_counter()
+        self.reference_fn(*a, **k)
+        return time.perf_counter() - start
 
 
 def fresh_inputs(value: Any) -> Any:

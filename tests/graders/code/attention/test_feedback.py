@@ -174,5 +174,10 @@ def test_an_in_place_error_from_autograd_is_named():
 
 
 def test_timing_feedback_does_not_depend_on_a_reference_beside_the_student(proxy_for):
-    # time_reference runs the baseline from instructor source; the solution passes on the direct proxy.
-    assert "Within 20×" in timing_check(sizes=(16,))(proxy_for("solutions/q5/masked_fill.py"))
+    # timing_session runs the baseline from instructor source, as a module of its own. The ratio is measured, so
+    # only the feedback's form is asserted, never the score.
+    try:
+        feedback = timing_check(sizes=(16,))(proxy_for("solutions/q5/masked_fill.py"))
+    except CheckFailed as failed:
+        feedback = failed.feedback
+    assert "reference ms" in feedback and re.search(r"all \d+ results were checked", feedback)

@@ -3,6 +3,8 @@
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from graders.problemset.mutant_gate import expected_categories, run_mutant_gate
 from tests.graders.code.attention.direct_proxy import DirectGrader
 
@@ -84,3 +86,87 @@ def test_caught_by_lines_are_parsed():
         "gradient",
         "timing",
     ]
+
+
+# A timing check whose verdict is scripted per grading: f.SCRIPT lists, per grading of a file, whether it is fast.
+TIMING_CHECKS = """
+from graders.code.checks import CheckFailed, check
+
+
+@check(points=2, category="answer")
+def doubles(student):
+    if student.call("f", 2) != 4:
+        raise CheckFailed("f(2) should be 4")
+
+
+@check(points=1, category="timing")
+def fast(student):
+    if not student.call("fast_now"):
+        raise CheckFailed("too slow", score_fraction=0.5)
+"""
+
+
+def _timing_set(root: Path, solutions: dict[str, str], mutants: dict[str, str]) -> Path:
+    root = _set(root, solutions, mutants)
+    (root / "checks" / "p1.py").write_text(TIMING_CHECKS)
+    return root
+
+
+def _scripted(verdicts: list[bool], caught_by: str = "") -> str:
+    """A file whose timing verdict is ``verdicts[i]`` in its i-th grading (DirectGrader loads it anew each time)."""
+    return (
+        f"{caught_by}import builtins\n"
+        f"_key = 'gate_test_' + str({verdicts!r}) + {caught_by!r}\n"
+        "_n = getattr(builtins, _key, 0)\n"
+        "setattr(builtins, _key, _n + 1)\n"
+        "def f(x):\n    return 2 * x\n"
+        f"def fast_now():\n    return {verdicts!r}[min(_n, {len(verdicts) - 1})]\n"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _forget_gradings():
+    import builtins
+
+    yield
+    for name in [n for n in vars(builtins) if n.startswith("gate_test_")]:
+        delattr(builtins, name)
+
+
+def test_a_solution_that_lost_only_timing_points_is_re_graded_before_it_is_refused(tmp_path):
+    unstable = _scripted([False, True])
+    report = run_mutant_gate(_problem(), _timing_set(tmp_path, {"good.py": unstable}, {}), DirectGrader())
+    assert report.ok, report.problems
+    assert report.rows[0].full_marks
+    assert report.rows[0].notes == [
+        "lost timing points in a first grading (2.5/3), re-graded: 3/3 (timing verdict unstable)"
+    ]
+    assert "note: good.py: lost timing points" in report.render_text()
+
+
+def test_a_solution_that_loses_timing_points_twice_is_refused(tmp_path):
+    slow = _scripted([False, False])
+    report = run_mutant_gate(_problem(), _timing_set(tmp_path / "a", {"slow.py": slow}, {}), DirectGrader())
+    assert report.problems == ["solutions/p1/slow.py: reference solution scored 2.5/3 (failed: fast)"]
+    wrong = "def f(x):\n    return x\ndef fast_now():\n    return False\n"  # lost other points too: not re-graded
+    report = run_mutant_gate(_problem(), _timing_set(tmp_path / "b", {"wrong.py": wrong}, {}), DirectGrader())
+    assert report.rows[0].notes == [] and not report.ok
+
+
+def test_a_timing_mutant_is_caught_only_if_it_lost_timing_points_in_both_gradings(tmp_path):
+    good = _scripted([True])
+    steady = _scripted([False, False], "# caught-by: timing\n")
+    report = run_mutant_gate(
+        _problem(), _timing_set(tmp_path / "a", {"good.py": good}, {"m.py": steady}), DirectGrader()
+    )
+    assert report.ok, report.problems
+    assert report.rows[1].timing_lost == (True, True)
+    unstable = _scripted([False, True], "# caught-by: timing\n")
+    report = run_mutant_gate(
+        _problem(), _timing_set(tmp_path / "b", {"good.py": good}, {"m.py": unstable}), DirectGrader()
+    )
+    assert report.problems == [
+        "mutants/p1/m.py: timing verdict unstable: the mutant lost timing points in 1 of 2 gradings, so the timing "
+        "check has no margin on it"
+    ]
+    assert report.rows[1].notes == ["timing verdict unstable: lost timing points in 1 of 2 gradings (2.5 then 3/3)"]
