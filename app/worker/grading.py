@@ -49,11 +49,12 @@ class GradingJob:
     def run(self, submission_id: int, worker: str) -> None:
         """Grade a claimed job. Any failure is ours, not the student's: it is retried, never scored 0."""
         try:
-            claimed = self._load(submission_id, worker)
-            if claimed is None:
-                return
-            loaded, problem_id, payload, penalty = claimed
+            # The lease is renewed from the claim on: unpacking a set version can take a while too.
             with Heartbeat(self.session_factory, submission_id, worker, self.settings.grading_lease_s):
+                claimed = self._load(submission_id, worker)
+                if claimed is None:
+                    return
+                loaded, problem_id, payload, penalty = claimed
                 result = grade_submission(loaded, problem_id, payload, self.code_grader)
             if self._record(submission_id, worker, result, penalty):
                 self._finished(submission_id)

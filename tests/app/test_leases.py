@@ -22,7 +22,7 @@ from graders.problemset.loader import load_problem_set
 from tests.app.test_problemset_upload import upload, zip_dir
 from tests.conftest import FIXTURE_SETS
 
-SLOW_ADD = "import time\n\ndef add(a, b):\n    time.sleep(1.2)\n    return a + b\n"
+SLOW_ADD = "import time\n\ndef add(a, b):\n    time.sleep(1.5)\n    return a + b\n"
 
 
 def _wait_finished(client, headers, sub_id: int, limit_s: float = 60):  # type: ignore[no-untyped-def]
@@ -38,9 +38,9 @@ def test_a_grading_longer_than_the_lease_is_not_taken_over(settings, accounts, s
     with sessions() as session:
         sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
         session.commit()
-    # Two workers and a 0.6 s lease: without renewal the idle worker takes the job over every 0.6 s, the first
+    # Two workers and a 1 s lease: without renewal the idle worker takes the job over every second, the first
     # worker's result is dropped, and the submission never leaves "running".
-    fast_lease = settings.model_copy(update={"workers": 2, "grading_lease_s": 0.6})
+    fast_lease = settings.model_copy(update={"workers": 2, "grading_lease_s": 1.0})
     caplog.set_level(logging.WARNING, logger="app.worker.grading")
     with TestClient(create_app(fast_lease)) as client:
         headers = accounts["alice"].headers
