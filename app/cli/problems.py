@@ -13,7 +13,7 @@ from app.cli.common import load_set_or_exit, migrated_sessions, print_set_errors
 from app.problemsets import service
 from app.problemsets.service import ProblemSetRejected
 from app.worker.code_grader import LazyCodeGrader
-from graders.grade import validate_set
+from graders.grade import problem_view, validate_set
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import load_problem_set
 
@@ -115,7 +115,7 @@ def show(
     if not items:
         typer.secho(f"no problem {problem!r}; the set has {[p.id for p in loaded.spec.problems]}", fg="red", err=True)
         raise typer.Exit(2)
-    views = [service.problem_view(p, loaded, report.points.get(p.id)) for p in items]
+    views = [problem_view(p, loaded, report.points.get(p.id)) for p in items]
     if as_json:
         typer.echo(json.dumps(views[0] if problem else views, ensure_ascii=False, indent=2))
         return

@@ -11,6 +11,7 @@ from app.deps import InstructorUser, PrincipalDep, SessionDep, SettingsDep
 from app.errors import Invalid, NotFound
 from app.problemsets import service
 from app.problemsets.schemas import ProblemSetSummary, ProblemSetView, ProblemView, UploadResult, VersionPublic
+from graders.grade import problem_view
 
 router = APIRouter(prefix="/problem-sets", tags=["problem sets"])
 
@@ -50,7 +51,7 @@ def get_problem(
     problem = loaded.spec.problem(problem_id)
     if problem is None:
         raise NotFound(f"unknown problem {problem_id!r} in set {slug!r}", field="problem_id")
-    return service.problem_view(problem, loaded, version.validation_report.get("points", {}).get(problem_id))
+    return problem_view(problem, loaded, version.validation_report.get("points", {}).get(problem_id))
 
 
 @router.post("", response_model=UploadResult, status_code=201)

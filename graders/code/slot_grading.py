@@ -72,11 +72,7 @@ def grade_in_slot(
             if spec.visibility is not Visibility.VISIBLE:
                 # The shared child is stopped meanwhile: no student process but the check's own runs beside a
                 # hidden check (or beside its reference timing).
-                if ended is None:
-                    try:
-                        shared.pause()
-                    except RunEnded as exc:
-                        ended = exc
+                ended = ended or _pause(shared)
                 try:
                     outcomes.append(_run_alone(slot, limits, config, caps, source, problem, spec))
                 finally:
@@ -99,6 +95,15 @@ def grade_in_slot(
     return GradeResult(verdict=verdict, checks=results, message=message)
 
 
+def _pause(process: StudentProcess) -> RunEnded | None:
+    """Stop every process of a child; how its run ended if it could not be stopped (it is then killed)."""
+    try:
+        process.pause()
+    except RunEnded as exc:
+        return exc
+    return None
+
+
 @contextlib.contextmanager
 def _child(slot: Slot, limits: RunLimits, role: str = STUDENT) -> Iterator[StudentProcess]:
     """A fresh locked-down child, finished (killed, reaped, wiped) whatever happens; SandboxError if it cannot start.
@@ -114,7 +119,8 @@ def _child(slot: Slot, limits: RunLimits, role: str = STUDENT) -> Iterator[Stude
             if report.output_total:
                 log.debug("submission printed %d bytes", report.output_total)
         except SandboxError as exc:
-            log.warning("cleanup after grading failed; the zygote restarts before the next run: %s", loggable(exc))
+            log.warning("cleanup of a %s child failed; the zygote restarts before the next run: %s", role,
+                        loggable(exc))  # fmt: skip
             slot.needs_restart = True
 
 
@@ -180,15 +186,8 @@ def reference_child(slot: Slot, student: StudentProcess) -> Iterator[StudentProc
     """
     student.pause()
     try:
-        ref = slot.spawn(student.h.limits, role=REFERENCE)
-        try:
+        with _child(slot, student.h.limits, REFERENCE) as ref:
             yield ref
-        finally:
-            try:
-                ref.finish()
-            except SandboxError as exc:
-                log.warning("cleanup of a reference child failed; the zygote restarts: %s", loggable(exc))
-                slot.needs_restart = True
     finally:
         student.resume()
 

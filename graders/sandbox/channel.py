@@ -33,7 +33,7 @@ def widen_pipe(fd: int) -> None:
         fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_BYTES)
 
 
-def _poll(readers: list[int], writers: list[int], timeout_s: float) -> tuple[list[int], list[int]]:
+def poll_ready(readers: list[int], writers: list[int], timeout_s: float) -> tuple[list[int], list[int]]:
     """The ready fds, as select() lists them: a closed or failed pipe counts as ready (its read or write says so)."""
     poller = select.poll()
     for fd in readers:
@@ -99,7 +99,7 @@ class ChildChannel:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError
-            readable, writable = _poll(readers, writers, remaining)
+            readable, writable = poll_ready(readers, writers, remaining)
             if self.output_fd in readable:
                 self._capture()
                 readable = [fd for fd in readable if fd != self.output_fd]

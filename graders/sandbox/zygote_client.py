@@ -6,7 +6,6 @@ import contextlib
 import json
 import logging
 import os
-import select
 import shutil
 import socket
 import subprocess
@@ -16,6 +15,7 @@ from collections import deque
 from typing import Any
 
 from graders.sandbox import jail, launcher, procfs
+from graders.sandbox.channel import poll_ready
 from graders.sandbox.config import SandboxConfig
 from graders.sandbox.errors import SandboxError
 
@@ -94,9 +94,7 @@ class ZygoteClient:
 
     def _receive(self, timeout_s: float) -> dict[str, Any]:
         # poll, not select: select() fails outright once the grading process holds fd numbers above 1023.
-        poller = select.poll()
-        poller.register(self._ctl, select.POLLIN)
-        ready = bool(poller.poll(max(0.0, timeout_s) * 1000))
+        ready = bool(poll_ready([self._ctl.fileno()], [], max(0.0, timeout_s))[0])
         data = self._ctl.recv(65536) if ready else b""
         if not data:
             raise SandboxError(f"the zygote did not answer ({'closed' if ready else 'timeout'}){self.stderr_tail()}")

@@ -155,22 +155,23 @@ class DirectProxy:
         repeat: int = 5,
     ) -> Timing:
         """Like the sandbox: ``source`` becomes a module of its own that never saw the submission."""
-        module = types.ModuleType("reference")
-        exec(compile(source, "<reference>", "exec"), module.__dict__)  # trusted instructor source
-        fn = getattr(module, name, None)
-        if not callable(fn):
-            raise AssertionError(f"the reference source defines no function named {name!r}")
+        fn = _reference_function(source, name)
         return _time_runs(fn, args, kwargs or {}, warmup, repeat, lambda run: run())
 
     @contextlib.contextmanager
     def timing_session(self, source: str, name: str) -> Iterator[DirectTimingSession]:
         """Like the sandbox: the reference is a module of its own; arguments are passed as given (no noise)."""
-        module = types.ModuleType("reference")
-        exec(compile(source, "<reference>", "exec"), module.__dict__)  # trusted instructor source
-        fn = getattr(module, name, None)
-        if not callable(fn):
-            raise AssertionError(f"the reference source defines no function named {name!r}")
-        yield DirectTimingSession(self, fn)
+        yield DirectTimingSession(self, _reference_function(source, name))
+
+
+def _reference_function(source: str, name: str) -> Callable[..., Any]:
+    """``name`` from ``source`` run as a module of its own (trusted instructor source, as the sandbox loads it)."""
+    module = types.ModuleType("reference")
+    exec(compile(source, "<reference>", "exec"), module.__dict__)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise AssertionError(f"the reference source defines no function named {name!r}")
+    return fn
 
 
 class DirectTimingSession:
