@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from graders.code.attention.calling import call_attention, is_visible
-from graders.code.attention.compare import compare, first_index, is_close, nonfinite_problem
+from graders.code.attention.compare import compare, first_index, is_close, magnitude, nonfinite_problem
 from graders.code.attention.inputs import AttentionCase, random_case
 from graders.code.attention.reference import allowed_keys, masked_softmax, reference_attention, scaled_scores
 from graders.code.attention.tally import Tally
@@ -88,8 +88,12 @@ def diagnose(weights: Tensor, case: AttentionCase) -> str | None:
     return None
 
 
-def masked_weight_problem(weights: Tensor, allowed: Tensor) -> str | None:
-    """Masked weights must be exactly zero, not just small."""
+def masked_weight_problem(weights: Tensor, allowed: Tensor, *, visible: bool = False) -> str | None:
+    """Masked weights must be exactly zero, not just small.
+
+    The count, the largest weight and its index are decided by the student's output: a hidden check gives only
+    the largest weight's order of magnitude (compare.magnitude), as for every other error it reports.
+    """
     leaked = (weights != 0) & ~allowed
     if not bool(leaked.any()):
         return None
@@ -97,19 +101,24 @@ def masked_weight_problem(weights: Tensor, allowed: Tensor) -> str | None:
     hint = ""
     if largest < 1e-3:
         hint = "; a large negative fill (e.g. -1e4 or -20) is not enough: fill with -inf or re-zero after softmax"
+    if not visible:
+        return (
+            f"weights on masked keys must be exactly 0: some are not, the largest of order {magnitude(largest)}{hint}"
+        )
     return (
         f"weights on masked keys must be exactly 0: {int(leaked.sum())} are not, largest |weight| {largest:.3g}, "
         f"first at index {first_index(leaked)}{hint}"
     )
 
 
-def row_sum_problem(weights: Tensor) -> str | None:
-    """Each query's weights over its allowed keys sum to 1."""
+def row_sum_problem(weights: Tensor, *, visible: bool = False) -> str | None:
+    """Each query's weights over its allowed keys sum to 1 (a hidden check does not name the row)."""
     sums = weights.double().sum(dim=-1)
     off = ~torch.isclose(sums, torch.ones_like(sums), rtol=0, atol=1e-6)
     if not bool(off.any()):
         return None
-    return f"the weights of query row {first_index(off)} (b, h, i) do not sum to 1 over its allowed keys"
+    row = f"query row {first_index(off)} (b, h, i)" if visible else "some query rows"
+    return f"the weights of {row} do not sum to 1 over its allowed keys"
 
 
 def check_mask_case(student: StudentProxy, entry: str, case: AttentionCase, *, visible: bool = False) -> None:
@@ -125,12 +134,12 @@ def check_mask_case(student: StudentProxy, entry: str, case: AttentionCase, *, v
     allowed = allowed_keys(case.q.shape[0], case.q.shape[2], case.k.shape[2], case.key_valid, case.causal)
     allowed = allowed.expand(weights.shape)
     problems = [
-        nonfinite_problem(weights, "weights"),
-        nonfinite_problem(out, "output"),
-        masked_weight_problem(weights, allowed),
-        row_sum_problem(weights),
-        compare(weights, ref_w, rtol=RTOL, atol=ATOL, what="weights"),
-        compare(out, ref_out, rtol=RTOL, atol=ATOL, what="output"),
+        nonfinite_problem(weights, "weights", visible=visible),
+        nonfinite_problem(out, "output", visible=visible),
+        masked_weight_problem(weights, allowed, visible=visible),
+        row_sum_problem(weights, visible=visible),
+        compare(weights, ref_w, rtol=RTOL, atol=ATOL, what="weights", visible=visible),
+        compare(out, ref_out, rtol=RTOL, atol=ATOL, what="output", visible=visible),
     ]
     found = [p for p in problems if p]
     if found:

@@ -19,6 +19,7 @@ from graders.code.attention import (
 from graders.code.attention.calling import student_message
 from graders.code.attention.compare import compare
 from graders.code.attention.inputs import random_case
+from graders.code.attention.masking import masked_weight_problem, row_sum_problem
 from graders.code.checks import CheckFailed, StudentError
 from graders.code.sanitise import HIDDEN_NOTE, VISIBLE_MESSAGE_CHARS, exception_name, raised, sanitise
 from graders.results import CATEGORIES
@@ -181,3 +182,12 @@ def test_timing_feedback_does_not_depend_on_a_reference_beside_the_student(proxy
     except CheckFailed as failed:
         feedback = failed.feedback
     assert "reference ms" in feedback and re.search(r"all \d+ results were checked", feedback)
+
+
+def test_hidden_mask_reports_name_no_count_index_or_exact_weight():
+    allowed = torch.tensor([[True, False, False]])
+    weights = torch.tensor([[0.5, 0.1752, 0.3248]], dtype=torch.float64)  # values the student's code chose
+    hidden = masked_weight_problem(weights, allowed) or ""
+    assert "0.175" not in hidden and "index" not in hidden and "2 are not" not in hidden and "of order 1e-01" in hidden
+    assert "index (0, 1)" in (masked_weight_problem(weights, allowed, visible=True) or "")
+    assert "row" in (row_sum_problem(weights * 2) or "") and "(0,)" not in (row_sum_problem(weights * 2) or "")
