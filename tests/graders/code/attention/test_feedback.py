@@ -19,6 +19,7 @@ from graders.code.attention import (
 from graders.code.attention.calling import student_message
 from graders.code.attention.compare import compare
 from graders.code.attention.inputs import random_case
+from graders.code.attention.loop_vs_batched import agreement_check
 from graders.code.attention.masking import masked_weight_problem, row_sum_problem
 from graders.code.checks import CheckFailed, StudentError
 from graders.code.sanitise import HIDDEN_NOTE, VISIBLE_MESSAGE_CHARS, exception_name, raised, sanitise
@@ -191,3 +192,24 @@ def test_hidden_mask_reports_name_no_count_index_or_exact_weight():
     assert "0.175" not in hidden and "index" not in hidden and "2 are not" not in hidden and "of order 1e-01" in hidden
     assert "index (0, 1)" in (masked_weight_problem(weights, allowed, visible=True) or "")
     assert "row" in (row_sum_problem(weights * 2) or "") and "(0,)" not in (row_sum_problem(weights * 2) or "")
+
+
+DISAGREE = """
+import torch
+
+def attention_batched(q, k, v):
+    w = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)
+    return w @ v, w
+
+def attention_loop(q, k, v):
+    out, w = attention_batched(q, k, v)
+    return out + q[..., :1] * 1000, w  # off by an amount the hidden q decides
+"""
+
+
+def test_hidden_agreement_feedback_quotes_no_difference_or_index():
+    with pytest.raises(CheckFailed) as failed:
+        agreement_check(basic=False)(DirectProxy(DISAGREE))
+    feedback = failed.value.feedback
+    assert "disagree on the output" in feedback and "of order" in feedback
+    assert "Greatest" not in feedback and "index" not in feedback, feedback
