@@ -18,6 +18,7 @@ from app.errors import DomainError
 from app.gradebook.router import router as gradebook_router
 from app.limits import BodySizeLimit
 from app.problemsets.router import router as problemsets_router
+from app.request_id import RequestIdMiddleware
 from app.submissions.events import GradeEvents, RedisRelay
 from app.submissions.router import router as submissions_router
 from app.users.router import router as users_router
@@ -90,6 +91,8 @@ def create_app(
         same_site="lax",
         https_only=settings.secure_cookies,
     )
+    # Outermost, so every response (a refused body, a 500) carries the id.
+    app.add_middleware(RequestIdMiddleware)
     _install_error_handlers(app)
 
     api = APIRouter(prefix="/api/v1")
