@@ -17,7 +17,7 @@ from graders.model import CodeProblem
 from graders.results import CheckResult, GradeResult, Verdict, Visibility
 from graders.sandbox import codec
 from graders.sandbox.config import RunLimits, SandboxConfig
-from graders.sandbox.errors import RunEnded, SandboxError
+from graders.sandbox.errors import RunEnded
 from graders.sandbox.slot import ALONE, REFERENCE, STUDENT, Slot
 from graders.sandbox.student_process import StudentProcess
 
@@ -106,22 +106,16 @@ def _pause(process: StudentProcess) -> RunEnded | None:
 
 @contextlib.contextmanager
 def _child(slot: Slot, limits: RunLimits, role: str = STUDENT) -> Iterator[StudentProcess]:
-    """A fresh locked-down child, finished (killed, reaped, wiped) whatever happens; SandboxError if it cannot start.
+    """A fresh locked-down child (from the slot's pool), killed whatever happens; SandboxError if it cannot start.
 
-    A cleanup failure after the child served is logged and marks the zygote for a restart, keeping any result.
+    The child is killed on the way out; its reap and wipe run in the slot's background (``Slot.release``). A cleanup
+    failure there is logged and marks the zygote for a restart; the result stands.
     """
     process = slot.spawn(limits, role=role)
     try:
         yield process
     finally:
-        try:
-            report = process.finish()
-            if report.output_total:
-                log.debug("submission printed %d bytes", report.output_total)
-        except SandboxError as exc:
-            log.warning("cleanup of a %s child failed; the zygote restarts before the next run: %s", role,
-                        loggable(exc))  # fmt: skip
-            slot.needs_restart = True
+        slot.release(process)
 
 
 def _proxy(
@@ -184,12 +178,13 @@ def reference_child(slot: Slot, student: StudentProcess) -> Iterator[StudentProc
 
     The student is resumed (or, if that fails, killed) and the reference child killed and wiped, whatever happens.
     """
-    student.pause()
-    try:
-        with _child(slot, student.h.limits, REFERENCE) as ref:
-            yield ref
-    finally:
-        student.resume()
+    with slot.pool.hold():  # no fork or reap of the pool beside a timing measurement
+        student.pause()
+        try:
+            with _child(slot, student.h.limits, REFERENCE) as ref:
+                yield ref
+        finally:
+            student.resume()
 
 
 def _reference_factory(

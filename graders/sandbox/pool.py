@@ -40,6 +40,11 @@ class SlotPool:
         finally:
             self._free.put(slot)
 
+    def settle(self, timeout_s: float = 30.0) -> None:
+        """Until every slot has reaped its released children and refilled its pool (tests, benchmarks)."""
+        for slot in self.slots:
+            slot.settle(timeout_s)
+
     def close(self) -> None:
         for slot in self.slots:
             slot.close()
