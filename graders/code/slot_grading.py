@@ -61,6 +61,7 @@ def grade_in_slot(
     A cleanup failure after grading keeps the result: the slot is marked for a zygote restart instead.
     """
     limits = run_limits(problem, checks)
+    slot.pool.want(ALONE, sum(spec.visibility is not Visibility.VISIBLE for spec in checks))
     with _child(slot, limits) as shared:
         early = _load(shared, source, problem, checks)
         if early is not None:

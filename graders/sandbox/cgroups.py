@@ -42,6 +42,17 @@ class ChildCgroup:
             if group is not None:
                 (group / "cgroup.procs").write_text(str(pid))
 
+    def lower(self, memory_bytes: int, pids_max: int) -> None:
+        """Lower the limits of a pre-forked child's groups to a submission's (a write each; no migration).
+
+        The memory limit goes first: memsw may never be below it.
+        """
+        (self.memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
+        with contextlib.suppress(OSError):  # absent without swap accounting
+            (self.memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+        if self.pids is not None:
+            (self.pids / "pids.max").write_text(str(pids_max))
+
     def procs(self) -> list[int]:
         found: set[int] = set()
         for group in (self.memory, self.pids):

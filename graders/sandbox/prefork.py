@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 TAKE_TIMEOUT_S = 60.0
+EXTRA_SEATS = 2  # seats per role beyond its depth: the child being served and one being reaped behind it
+MAX_TAKE_ATTEMPTS = 3  # a waiting child found dead is replaced; a third failure in a row is the sandbox's
 
 
 @dataclass
@@ -63,8 +65,9 @@ class ChildPool:
     state happens under ``_cond``. Zygote requests of both threads go one at a time (``ZygoteClient.request``).
     """
 
-    def __init__(self, slot: Slot, roles: tuple[str, ...], depth: int) -> None:
-        self.slot, self.roles, self.depth = slot, roles, depth
+    def __init__(self, slot: Slot, roles: tuple[str, ...], depth: int, max_depth: int) -> None:
+        self.slot, self.roles, self.max_depth = slot, roles, max_depth
+        self._depth = dict.fromkeys(roles, depth)  # children kept waiting per role; grows with ``want``
         self._cond = threading.Condition()
         self._waiting: dict[str, deque[Waiting]] = {role: deque() for role in roles}
         self._forking: dict[str, int] = dict.fromkeys(roles, 0)
@@ -83,23 +86,41 @@ class ChildPool:
     # --- the grading thread ---------------------------------------------------------------------------------------
 
     def take(self, limits: RunLimits, role: str) -> StudentProcess:
-        """A child of ``role`` released for one run under ``limits``: a waiting one, or one forked now."""
+        """A child of ``role`` released for one run under ``limits``: a waiting one, or one forked now.
+
+        A waiting child that died (killed while it waited, or its lockdown failed) is discarded and the next one
+        taken, or one forked now.
+        """
+        for attempt in range(MAX_TAKE_ATTEMPTS):
+            process, seat = self._acquire(limits, role)
+            try:
+                self.slot.arm(process, limits, seat)
+            except SandboxError:
+                self.release(process)
+                if attempt + 1 == MAX_TAKE_ATTEMPTS:
+                    raise
+                continue
+            return process
+        raise AssertionError("unreachable")
+
+    def _acquire(self, limits: RunLimits, role: str) -> tuple[StudentProcess, Seat]:
         deadline = time.monotonic() + TAKE_TIMEOUT_S
+        found: Waiting | None = None
+        seat: Seat | None = None
         with self._cond:
             self._ceiling = _widest(self._ceiling, limits)
             zygote, generation = self._zygote, self._generation
-            if zygote is None:
+            if zygote is None or self._closed:
                 raise SandboxError("the slot has no zygote")
             while True:
                 found = self._pop_fitting(role, limits)
-                if found is not None or self._closed:
-                    seat = found.seat if found is not None else None
+                if found is not None:
                     break
                 if self._forking[role] == 0 and (seat := self._free_seat(role)) is not None:
                     self._reserved.add(seat)  # nothing on the way: fork this one now, on the critical path
                     break
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or self._closed:
                     raise SandboxError(f"no {role} child became free within {TAKE_TIMEOUT_S:g} s")
                 self._takers += 1  # the housekeeper works even under hold(): it frees the seat this take needs
                 self._cond.notify_all()
@@ -108,28 +129,34 @@ class ChildPool:
                 finally:
                     self._takers -= 1
             self._cond.notify_all()  # the housekeeper refills
-        if seat is None:
-            raise SandboxError("the slot is closed")
         if found is not None:
-            process = found.process
-        else:
-            try:
-                process = self.slot.fork(zygote, self._ceiling_now(), seat)
-            finally:
-                with self._cond:
-                    self._reserved.discard(seat)
-            with self._cond:
-                self._busy[process] = seat
-                if generation != self._generation:  # the zygote was replaced meanwhile
-                    self._finishing.append(process)
-                    self._cond.notify_all()
-                    raise SandboxError("the zygote was restarted while a child was forked")
+            return found.process, found.seat
+        assert seat is not None
         try:
-            self.slot.arm(process, limits, seat)
-        except BaseException:
-            self.release(process)
-            raise
-        return process
+            process = self.slot.fork(zygote, self._ceiling_now(), seat)
+        finally:
+            with self._cond:
+                self._reserved.discard(seat)
+        with self._cond:
+            self._busy[process] = seat
+            if generation != self._generation:  # the zygote was replaced meanwhile
+                self._finishing.append(process)
+                self._cond.notify_all()
+                raise SandboxError("the zygote was restarted while a child was forked")
+        return process, seat
+
+    def want(self, role: str, count: int) -> None:
+        """A submission will need ``count`` children of ``role`` (one per hidden check): keep that many waiting.
+
+        Bounded by ``max_depth`` and by the role's seats; it never shrinks (a grader grades the same few problems).
+        The depth depends on the problem, never on a submission's code.
+        """
+        with self._cond:
+            seats = len(self.slot.seats[role]) - EXTRA_SEATS
+            depth = min(max(self._depth[role], count), self.max_depth, seats)
+            if depth != self._depth[role]:
+                self._depth[role] = depth
+                self._cond.notify_all()
 
     def release(self, process: StudentProcess) -> None:
         """Kill the run now (cheap signals only); the housekeeper reaps and wipes it."""
@@ -239,7 +266,7 @@ class ChildPool:
     def _refill_role(self) -> str | None:
         if self._zygote is None or self.slot.needs_restart or self._closed:
             return None
-        short = [r for r in self.roles if len(self._waiting[r]) + self._forking[r] < self.depth]
+        short = [r for r in self.roles if len(self._waiting[r]) + self._forking[r] < self._depth[r]]
         short.sort(key=lambda r: len(self._waiting[r]) + self._forking[r])
         return next((r for r in short if self._free_seat(r) is not None), None)
 
@@ -292,13 +319,9 @@ class ChildPool:
     def _pop_fitting(self, role: str, limits: RunLimits) -> Waiting | None:
         while self._waiting[role]:
             waiting = self._waiting[role].popleft()
-            if (
-                waiting.generation == self._generation
-                and self.slot.fits(waiting.ceiling, limits)
-                and waiting.process.waiting()
-            ):
+            if waiting.generation == self._generation and self.slot.fits(waiting.ceiling, limits):
                 return waiting
-            self._finishing.append(waiting.process)  # died while waiting, or forked at a lower ceiling
+            self._finishing.append(waiting.process)  # forked at a lower ceiling, or by a zygote since replaced
         return None
 
     def _free_seat(self, role: str) -> Seat | None:

@@ -22,14 +22,12 @@ from graders.sandbox.channel import ChildChannel, widen_pipe
 from graders.sandbox.config import RunLimits, SandboxConfig
 from graders.sandbox.errors import SandboxError
 from graders.sandbox.lockdown import LIMIT_FIELDS, ChildSpec
-from graders.sandbox.prefork import ChildPool
+from graders.sandbox.prefork import EXTRA_SEATS, ChildPool
 from graders.sandbox.student_process import ChildHandles, StudentProcess
 from graders.sandbox.zygote_client import ZygoteClient
 
 STUDENT, ALONE, REFERENCE = "student", "alone", "reference"
 ROLES = (STUDENT, ALONE, REFERENCE)
-# Seats per role beyond the pool's depth: the child being served and one being reaped behind it.
-EXTRA_SEATS = 2
 
 
 @dataclass(frozen=True)
@@ -49,12 +47,13 @@ class Slot:
     def __init__(self, config: SandboxConfig, cgroups: CgroupV1 | None) -> None:
         self.config, self.cgroups = config, cgroups
         self.leases: list[uids.UidLease] = []
-        per_role = config.prefork + EXTRA_SEATS
         self.seats: dict[str, list[Seat]] = {}
         try:
             for role in ROLES:
+                # Hidden checks come many to a submission: their pool may grow to prefork_max (ChildPool.want).
+                depth = config.prefork_max if role == ALONE else config.prefork
                 self.seats[role] = []
-                for index in range(per_role):
+                for index in range(depth + EXTRA_SEATS):
                     uid = None
                     if config.sandboxed:
                         self.leases.append(uids.lease_uid(config.uid_base, config.lock_dir))
@@ -66,7 +65,7 @@ class Slot:
             raise
         self.zygote: ZygoteClient | None = None
         self.needs_restart = False  # a cleanup failed after a result was kept: restart before the next spawn
-        self.pool = ChildPool(self, ROLES, config.prefork)
+        self.pool = ChildPool(self, ROLES, config.prefork, config.prefork_max)
 
     @property
     def uid(self) -> int | None:
@@ -117,8 +116,9 @@ class Slot:
         self.pool.settle(timeout_s)
 
     def fork(self, zygote: ZygoteClient, ceiling: RunLimits, seat: Seat) -> StudentProcess:
-        """Fork a child at ``ceiling`` and leave it at lockdown's last wait, before the cgroup and "go".
+        """Fork a child at ``ceiling``, put it in its cgroup (at ``ceiling`` too) and let it finish its lockdown.
 
+        Does not wait for the child's "ready" (``arm`` does): the lockdown of one child overlaps the next fork.
         Raises SandboxError on internal failure (the caller releases the seat).
         """
         pipes = [os.pipe() for _ in range(3)]  # requests, replies, output
@@ -143,6 +143,12 @@ class Slot:
         process.spawn_stamps = reply.get("t") or []
         try:
             process.h.host_pid = zygote.child_host_pid(inner)
+            # The parent writes the pid (a process must not choose its own limits); the write can take ~10 ms and
+            # more under load (the kernel syncs RCU to move a process), which is why it happens here, ahead.
+            process.h.cgroup = self._cgroup(ceiling)
+            if process.h.cgroup is not None:
+                process.h.cgroup.add(process.h.host_pid)
+            process.go()
         except BaseException:
             with contextlib.suppress(Exception):
                 process.finish()
@@ -150,13 +156,16 @@ class Slot:
         return process
 
     def arm(self, process: StudentProcess, limits: RunLimits, seat: Seat) -> None:
-        """Put a pre-forked child in its cgroup at ``limits``, let it finish its lockdown, lower its rlimits.
+        """Release a pre-forked child for one run: its cgroup and rlimits lowered from the ceiling to ``limits``.
 
         Raises SandboxError (the caller discards the child): nothing of the student's has run in it yet.
         """
-        process.h.cgroup = self._cgroup(limits)
+        process.wait_ready()  # at once for a child that waited in the pool
         if process.h.cgroup is not None:
-            process.h.cgroup.add(process.h.host_pid)
+            try:
+                process.h.cgroup.lower(limits.memory_mb * 2**20, limits.nproc)
+            except OSError as exc:
+                raise SandboxError(f"cannot lower the child's cgroup limits: {exc}") from exc
         process.h.limits = limits
         process.channel.output_cap = limits.output_kb * 1024
         spec = self._spec(process.h.zygote.work_root, limits, seat)

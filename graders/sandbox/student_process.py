@@ -17,7 +17,7 @@ from typing import Any
 
 from graders.sandbox import procfs, wire
 from graders.sandbox.cgroups import ChildCgroup
-from graders.sandbox.channel import ChildChannel, ChildClosed, OutputExceeded, poll_ready
+from graders.sandbox.channel import ChildChannel, ChildClosed, OutputExceeded
 from graders.sandbox.config import RunLimits
 from graders.sandbox.errors import RunEnded, SandboxError, WireError
 from graders.sandbox.zygote_client import ZygoteClient
@@ -58,17 +58,25 @@ class StudentProcess:
         self.exit_status: int | None = None
         self.cleanup_error: str | None = None
         self._finished = False
+        self._ready = False
         self.ready_stamps: list[Any] = []  # the child's lockdown stamps (the stage profile only)
         self.spawn_stamps: list[Any] = []  # the zygote's stamps of this child's fork (likewise)
         self.helpers: set[str] = set()  # names the trusted side defined in this child (checks' Ref targets)
 
+    def go(self) -> None:
+        """Let the child finish its lockdown: the trusted side has put it in its cgroup (``lockdown.wait_for_go``)."""
+        os.write(self.channel.to_child, b"G")  # the pipe is empty: one byte always fits
+
     def wait_ready(self) -> None:
         """The child's first frame says whether lockdown succeeded; anything else is an internal failure."""
+        if self._ready:
+            return
         frame = self._before_student_code(time.monotonic() + READY_TIMEOUT_S)
         if frame.msg.get("op") != "ready":
             raise SandboxError(f"the child failed its lockdown: {str(frame.msg.get('error'))[:500]}")
         stamps = frame.msg.get("t")
         self.ready_stamps = stamps if type(stamps) is list else []
+        self._ready = True
 
     def _before_student_code(self, deadline: float) -> wire.Frame:
         """A frame of a child that has run no student code yet: a failure here is the sandbox's, not the student's."""
@@ -78,30 +86,19 @@ class StudentProcess:
             raise SandboxError(f"the child did not start: {type(exc).__name__}") from exc
 
     def arm(self, limits: dict[str, int]) -> None:
-        """Release a pre-forked child for one submission: "go", then lower its rlimits to ``limits``.
+        """Lower a ready child's rlimits from the pool's ceiling to ``limits``: the first request it serves.
 
-        The child finishes its lockdown (the cgroup is already in place), says ready, and lowers its rlimits from the
-        pool's ceiling before it serves anything else; both frames go out at once (one wake-up of the child).
         Raises SandboxError on any failure: no student code has run in this child yet.
         """
         msg = {"op": "limits", "limits": limits, "id": secrets.token_hex(8)}
         deadline = time.monotonic() + READY_TIMEOUT_S
         try:
-            self.channel.send(b"G" + wire.encode_frame(msg), deadline)
+            self.channel.send(wire.encode_frame(msg), deadline)
         except (TimeoutError, ChildClosed) as exc:
             raise SandboxError(f"the child did not start: {type(exc).__name__}") from exc
-        self.wait_ready()
         reply = self._before_student_code(deadline).msg
         if reply.get("id") != msg["id"] or reply.get("ok") is not True:
             raise SandboxError(f"the child could not lower its limits: {str(reply.get('message'))[:500]}")
-
-    def waiting(self) -> bool:
-        """Whether a pre-forked child, never released, is still alive and silent (a healthy one writes nothing)."""
-        try:
-            readable, _ = poll_ready([self.channel.from_child], [], 0)
-        except (OSError, ValueError):
-            return False
-        return not readable and self.ended is None
 
     def stop(self) -> None:
         """SIGKILL the run now, cheaply (no scan of /proc): its cgroup's members and its process group.
