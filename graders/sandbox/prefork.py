@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 TAKE_TIMEOUT_S = 60.0
+LIVENESS_CHECK_S = 1.0  # how often the housekeeper looks for waiting children that died
 EXTRA_SEATS = 2  # seats per role beyond its depth: the child being served and one being reaped behind it
 MAX_TAKE_ATTEMPTS = 3  # a waiting child found dead is replaced; a third failure in a row is the sandbox's
 
@@ -183,7 +184,7 @@ class ChildPool:
         """Until every released child is reaped and every role's pool is full (or cannot be filled)."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while self._finishing or self._working or any(self._forking.values()) or self._refill_role() is not None:
+            while self._has_work() or self._working or any(self._forking.values()):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._closed:
                     raise SandboxError("the child pool did not settle")
@@ -238,7 +239,7 @@ class ChildPool:
         while True:
             with self._cond:
                 while not self._closed and ((self._held and not self._takers) or not self._has_work()):
-                    self._cond.wait()
+                    self._cond.wait(LIVENESS_CHECK_S)  # a child that dies while it waits notifies nobody
                 if self._closed:
                     return
                 job = self._next_job()
@@ -253,7 +254,17 @@ class ChildPool:
                     self._cond.notify_all()
 
     def _has_work(self) -> bool:
+        self._drop_dead()
         return bool(self._finishing) or self._refill_role() is not None
+
+    def _drop_dead(self) -> None:
+        """Waiting children that died (killed, or a failed lockdown) go to be reaped; the refill replaces them."""
+        for role in self.roles:
+            queue = self._waiting[role]
+            if any(not w.process.alive() for w in queue):
+                dead = [w for w in queue if not w.process.alive()]
+                self._waiting[role] = deque(w for w in queue if w not in dead)
+                self._finishing.extend(w.process for w in dead)
 
     def _next_job(self) -> Callable[[], None]:
         """An empty role is refilled first (a submission may be waiting for it), then reaps, then the rest."""
@@ -319,9 +330,14 @@ class ChildPool:
     def _pop_fitting(self, role: str, limits: RunLimits) -> Waiting | None:
         while self._waiting[role]:
             waiting = self._waiting[role].popleft()
-            if waiting.generation == self._generation and self.slot.fits(waiting.ceiling, limits):
+            if (
+                waiting.generation == self._generation
+                and self.slot.fits(waiting.ceiling, limits)
+                and waiting.process.alive()
+            ):
                 return waiting
-            self._finishing.append(waiting.process)  # forked at a lower ceiling, or by a zygote since replaced
+            # Forked at a lower ceiling, by a zygote since replaced, or killed while it waited.
+            self._finishing.append(waiting.process)
         return None
 
     def _free_seat(self, role: str) -> Seat | None:

@@ -100,6 +100,10 @@ class StudentProcess:
         if reply.get("id") != msg["id"] or reply.get("ok") is not True:
             raise SandboxError(f"the child could not lower its limits: {str(reply.get('message'))[:500]}")
 
+    def alive(self) -> bool:
+        """Whether the child's own process still runs (not gone, not a zombie); a check of /proc, no signal."""
+        return self.h.host_pid > 0 and procfs.state(self.h.host_pid) not in (None, "Z", "X")
+
     def stop(self) -> None:
         """SIGKILL the run now, cheaply (no scan of /proc): its cgroup's members and its process group.
 
