@@ -69,17 +69,21 @@ def grade_in_slot(
         caps = codec.Caps(max_bytes=config.max_transfer_mb * 2**20)
         outcomes: list[CheckOutcome] = []
         ended: RunEnded | None = None  # the shared child stopped: later visible checks are not run
+        paused = False  # the shared child is stopped (for a run of consecutive hidden checks)
         for spec in checks:
             if spec.visibility is not Visibility.VISIBLE:
                 # The shared child is stopped meanwhile: no student process but the check's own runs beside a
-                # hidden check (or beside its reference timing).
-                ended = ended or _pause(shared)
-                try:
-                    outcomes.append(_run_alone(slot, limits, config, caps, source, problem, spec))
-                finally:
-                    if ended is None:
-                        shared.resume()
-            elif ended is not None:
+                # hidden check (or beside its reference timing). It stays stopped through a run of hidden checks
+                # (one stop and one resume, not one per check: each costs a wake-up of every process of the child).
+                if not paused and ended is None:
+                    ended = _pause(shared)
+                    paused = ended is None
+                outcomes.append(_run_alone(slot, limits, config, caps, source, problem, spec))
+                continue
+            if paused:
+                shared.resume()
+                paused = False
+            if ended is not None:
                 outcomes.append(CheckOutcome(verdicts.not_run(spec, ended.message), None))
             else:
                 try:

@@ -331,7 +331,7 @@ class Zygote:
         for _ in range(5000):  # ~5 s: a SIGKILLed process normally goes within a few ms
             if init is not None:  # the run's pid namespace dies with its init: every process in it is SIGKILLed
                 _kill(init)
-            if uid is not None:  # every process of the slot's uid belongs to this run (one run per slot)
+            if uid is not None:  # every process of the seat's uid belongs to this run (one live child per seat)
                 for victim in pids_of_uid(uid):
                     _kill(victim)
             _kill_group(pid)
