@@ -346,9 +346,9 @@ def hide_sandbox_modules() -> None:
 def run_child(spec: lockdown.ChildSpec, fds: tuple[int, int, int], device: str, caps: codec.Caps) -> None:
     """Entry point in the freshly forked child; never returns.
 
-    A child of the pool (``prefork.py``) is forked ahead and stops at lockdown's last wait (the trusted side's "go",
-    sent when a submission takes it): until then it holds nothing of any submission. Its rlimits are the pool's
-    ceiling; the first request it serves must lower them to the submission's (``Server.limits``).
+    A child of the pool (``prefork.py``) is forked and locked down ahead, and waits for its first request after
+    "ready": until then it holds nothing of any submission. Its rlimits are the pool's ceiling; the first request it
+    serves must lower them to the submission's (``Server.limits``).
     """
     status = 0
     marks: list[tuple[str, float]] = [("start", time.monotonic())]

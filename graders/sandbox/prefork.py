@@ -1,11 +1,11 @@
 """A slot's pool of pre-forked children: fork and lockdown happen before a submission arrives, reaping after it left.
 
 Per role, ``depth`` children wait, forked from the zygote and locked down (session, fds, namespaces, a pid namespace
-of their own, rlimits at the pool's *ceiling*, uid, no_new_privs, seccomp, their tmpfs), blocked at lockdown's last
-step: the trusted side's "go". Nothing a waiting child holds depends on any submission: it was forked from the
+of their own, rlimits and cgroups at the pool's *ceiling*, uid, no_new_privs, seccomp, their tmpfs), ready and
+blocked on their request pipe. Nothing a waiting child holds depends on any submission: it was forked from the
 zygote (which never holds submission data) with only the ceiling limits, its seat's uid and working dir. When a
-submission takes one (``take``), the trusted side puts it in a cgroup at the submission's own limits, sends "go" and
-the limits, and the child lowers its rlimits before it serves anything else (``child.Server.limits``); then the
+submission takes one (``take``), the trusted side lowers its cgroup limits to the submission's and sends the
+limits, which the child applies to its rlimits before it serves anything else (``child.Server.limits``); then the
 source is sent. A child serves one submission, or one hidden check, and is never reused: ``release`` kills it at
 once, and a housekeeper thread reaps it, wipes its working dir and forks its replacement, off the critical path.
 
