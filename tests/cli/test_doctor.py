@@ -101,3 +101,19 @@ def test_the_report_names_the_isolation_level_and_each_controller(level, monkeyp
     else:
         assert doc["isolation"]["controllers"]["memory"] == str(cgroups.CgroupV1.detect().memory_parent)  # type: ignore[union-attr]
         assert "cpu.shares" in doc["enforcement"]["cpu"] or "no CPU share" in doc["enforcement"]["cpu"]
+
+
+def test_the_bounds_named_for_each_level() -> None:
+    """What doctor says each level enforces (the level itself comes from cgroups.detect, tested above)."""
+    from app.cli import doctor
+
+    full = {"memory": "/g", "pids": "/g", "cpu": "/g"}
+    v2 = doctor.enforcement(True, {"level": "cgroup v2", "controllers": full})
+    assert "memory.max" in v2["memory"] and "pids.max" in v2["processes"] and "cpu.weight" in v2["cpu"]
+    v2_no_cpu = doctor.enforcement(True, {"level": "cgroup v2", "controllers": full | {"cpu": None}})
+    assert "no CPU share per slot" in v2_no_cpu["cpu"]
+    v1 = doctor.enforcement(True, {"level": "cgroup v1", "controllers": full | {"pids": None}})
+    assert v1["memory"].startswith("cgroup v1") and "no writable pids controller" in v1["processes"]
+    assert "cpu.shares" in v1["cpu"]
+    none = doctor.enforcement(True, {"level": "threads-only", "controllers": dict.fromkeys(full)})
+    assert "threads only" in none["memory"] and "no CPU share" in none["cpu"]

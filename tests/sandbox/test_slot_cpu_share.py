@@ -21,7 +21,7 @@ import pytest
 from graders.code.checks import CheckSpec
 from graders.code.runner import CodeGrader
 from graders.results import Verdict, Visibility
-from graders.sandbox import cgroup_common, cgroups, pool
+from graders.sandbox import cgroup_common, cgroup_v2, cgroups, pool, procfs
 from tests.sandbox import support
 
 # hog() forks three helpers; each of the four processes burns 0.25 s of CPU of its own, then the parent reports.
@@ -162,4 +162,57 @@ def test_memory_cannot_be_multiplied_by_forking(any_level):
             seen,
             result.to_dict(),
         )
+    support.assert_healthy(grader)
+
+
+DAEMON = """
+import os, time
+
+def daemon():
+    if os.fork() == 0:
+        if os.fork() == 0:
+            time.sleep(600)  # a grandchild that outlives its parent: only the cgroup (and the pid namespace) find it
+        os._exit(0)
+    return 'spawned'
+"""
+
+
+@pytest.fixture
+def grader_on_v2_plumbing(monkeypatch, data_dir):
+    """A grader whose slots and children sit in cgroup v2 groups with whatever controllers this host's v2 offers.
+
+    On a hybrid host (v1 holds memory, pids and cpu) that is the v2 plumbing alone: groups, moves, accounting,
+    ``cgroup.kill``, removal, under a real jail; the limits then come from nothing but rlimits (RLIMIT_NPROC still
+    bounds the processes). Where v2 offers memory and pids, this is the pool's own choice anyway.
+    """
+    support.require_jail()
+    probe = cgroups.CgroupV2.detect(required=())
+    if probe is None:
+        pytest.skip("no writable cgroup2 mount here")
+    offered = tuple(sorted(cgroup_v2.controllers_of(probe.own)))
+    monkeypatch.setattr(pool.cgroups, "detect", lambda: cgroups.CgroupV2.detect(required=(), wanted=offered))
+    with CodeGrader(support.jail_config(hidden_paths=[data_dir])) as g:
+        assert g._pool.slots[0].cgroups is not None and g._pool.slots[0].cgroups.version == "v2"
+        yield g
+
+
+def test_a_whole_grading_runs_in_cgroup_v2_groups_and_leaves_nothing(grader_on_v2_plumbing):
+    grader = grader_on_v2_plumbing
+    slot_group = grader._pool.slots[0].cgroups
+    before = slot_group.cpu_usage_usec()
+    seen: list = []
+
+    def hog(student):
+        seen.append(student.call("hog"))
+        seen.append(student.call("daemon"))
+
+    problem = support.problem(entrypoints=("hog", "daemon", "add", "scaled_attention"))
+    result = grader.grade(source=HOG + DAEMON, problem=problem, checks=[_check(hog)])
+    assert result.verdict == Verdict.ACCEPTED, result.to_dict()
+    assert seen == [[0, 0, 0], "spawned"], seen
+    after = slot_group.cpu_usage_usec()
+    assert before is not None and after is not None and after - before >= HOG_CPU_USEC, (before, after)
+    # Every child's leaf group is gone with its processes (the daemon's grandchild included); the slot's stays.
+    assert [p for p in slot_group.path.iterdir() if p.is_dir()] == []
+    assert procfs.pids_of_uid(grader._pool.slots[0].uid) == []
     support.assert_healthy(grader)
