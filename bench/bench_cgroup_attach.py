@@ -69,7 +69,7 @@ def main() -> None:
     if probe is None:
         print("no writable cgroup v2 hierarchy here")
         return
-    v2 = CgroupV2(probe.own, tuple(sorted(cgroup_v2.controllers_of(probe.own))))
+    v2 = CgroupV2(probe.own, tuple(sorted(cgroup_v2.controllers_of(probe.own))), required=())
     slot2 = v2.slot()
     try:
         label = f"v2 leaf under a slot ({' '.join(sorted(v2.enabled())) or 'no controller'})"

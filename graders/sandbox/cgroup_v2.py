@@ -211,10 +211,10 @@ class CgroupV2:
 
     version = "v2"
 
-    def __init__(self, own: Path, wanted: tuple[str, ...] = WANTED) -> None:
+    def __init__(self, own: Path, wanted: tuple[str, ...] = WANTED, required: tuple[str, ...] = REQUIRED) -> None:
         self.own = own
         self.root = own / f"autograder-{os.getpid()}"
-        self.wanted = wanted
+        self.wanted, self.required = wanted, required
 
     @classmethod
     def detect(cls, required: tuple[str, ...] = REQUIRED, wanted: tuple[str, ...] = WANTED) -> CgroupV2 | None:
@@ -232,7 +232,7 @@ class CgroupV2:
             if not all(p.exists() and os.access(p, os.W_OK) for p in files):
                 continue
             if set(required) <= controllers_of(own):
-                return cls(own, wanted)
+                return cls(own, wanted, required)
         return None
 
     @property
@@ -242,7 +242,7 @@ class CgroupV2:
         return {name: str(self.own) if name in offered else None for name in WANTED}
 
     def enabled(self) -> frozenset[str]:
-        """The wanted controllers this host offers, i.e. what ``slot()`` enables for the subtree."""
+        """The wanted controllers this host offers, i.e. what ``slot()`` tries to enable for the subtree."""
         return frozenset(set(self.wanted) & controllers_of(self.own))
 
     def sweep_stale(self) -> int:
@@ -260,34 +260,48 @@ class CgroupV2:
         return removed
 
     def slot(self) -> SlotCgroupV2:
-        enabled = self.enabled()
         with _root_lock:
-            self._ensure_root(enabled)
+            enabled = self._ensure_root(self.enabled())
             slot = self.root / f"s{next(_counter)}"
             slot.mkdir()
         try:
             if "cpu" in enabled:
                 (slot / "cpu.weight").write_text(str(SLOT_CPU_WEIGHT))
                 (slot / "cpu.max").write_text(f"{SLOT_CPU_QUOTA_US} {SLOT_CPU_PERIOD_US}")
-            _enable(slot, enabled - {"cpu"})  # the weight is the slot's; its children share it as they like
+            for name in sorted(enabled - {"cpu"}):  # the weight is the slot's; its children share it as they like
+                _enable(slot, name)
         except BaseException:
             remove_dir(slot)
             raise
         return SlotCgroupV2(slot, enabled)
 
-    def _ensure_root(self, enabled: frozenset[str]) -> None:
-        """This process's subtree, with ``enabled`` passed down to it (the own group first)."""
-        missing = enabled - controllers_of(self.own, "cgroup.subtree_control")
-        if missing:
+    def _ensure_root(self, wanted: frozenset[str]) -> frozenset[str]:
+        """This process's subtree, with ``wanted`` passed down to it (the own group first); returns what is enabled.
+
+        One controller per write: the kernel refuses a whole write for one controller it cannot enable (cpu, while a
+        realtime process sits outside the root), and only the required ones (memory, pids) are worth failing for.
+        """
+        for name in sorted(wanted - controllers_of(self.own, "cgroup.subtree_control")):
             try:
-                _enable(self.own, missing)
-            except OSError as exc:
-                if exc.errno != errno.EBUSY:
+                try:
+                    _enable(self.own, name)
+                except OSError as exc:
+                    if exc.errno != errno.EBUSY:
+                        raise
+                    self._move_processes_to_leaf()
+                    _enable(self.own, name)
+            except OSError:
+                if name in self.required:
                     raise
-                self._move_processes_to_leaf()
-                _enable(self.own, missing)
         self.root.mkdir(exist_ok=True)
-        _enable(self.root, enabled)
+        for name in sorted(wanted & controllers_of(self.own, "cgroup.subtree_control")):
+            if name not in controllers_of(self.root, "cgroup.subtree_control"):
+                try:
+                    _enable(self.root, name)
+                except OSError:
+                    if name in self.required:
+                        raise
+        return frozenset(wanted & controllers_of(self.root, "cgroup.subtree_control"))
 
     def _move_processes_to_leaf(self) -> None:
         """Empty the own group (the "no internal processes" rule) by moving its processes into ``TRUSTED_LEAF``."""
@@ -302,6 +316,5 @@ class CgroupV2:
                     (leaf / "cgroup.procs").write_text(str(pid))
 
 
-def _enable(group: Path, controllers: frozenset[str] | set[str]) -> None:
-    if controllers:
-        (group / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(controllers)))
+def _enable(group: Path, controller: str) -> None:
+    (group / "cgroup.subtree_control").write_text(f"+{controller}")
