@@ -54,7 +54,7 @@ HOG_CPU_USEC = 4 * 250_000
 
 
 def _check(func) -> CheckSpec:
-    return CheckSpec(func.__name__, func, 1.0, "answer", Visibility.VISIBLE, 60.0, "")
+    return CheckSpec(func.__name__, func, 1.0, "answer", Visibility.VISIBLE, 180.0, "")
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_each_slot_has_a_cpu_share_and_is_charged_with_its_hog(two_slots):
         together.wait(timeout=120)
         seen.append(student.call("hog"))
 
-    problem = support.problem(entrypoints=("hog", "add", "scaled_attention"))
+    problem = support.problem(entrypoints=("hog", "add", "scaled_attention"), time_s=60)  # one core, loaded host
     with ThreadPoolExecutor(max_workers=2) as ex:
         results = list(ex.map(lambda _: two_slots.grade(source=HOG, problem=problem, checks=[_check(hog)]), [0, 1]))
     for result in results:
@@ -150,7 +150,7 @@ def test_memory_cannot_be_multiplied_by_forking(any_level):
     def multiply(student):
         seen.update(student.call("multiply", 256))
 
-    problem = support.problem(entrypoints=("multiply", "add", "scaled_attention"), memory_mb=256)
+    problem = support.problem(entrypoints=("multiply", "add", "scaled_attention"), memory_mb=256, time_s=60)
     result = grader.grade(source=MULTIPLY, problem=problem, checks=[_check(multiply)])
     if hierarchy is None:
         assert name == "threads-only" or cgroups.detect() is None
@@ -206,7 +206,7 @@ def test_a_whole_grading_runs_in_cgroup_v2_groups_and_leaves_nothing(grader_on_v
         seen.append(student.call("hog"))
         seen.append(student.call("daemon"))
 
-    problem = support.problem(entrypoints=("hog", "daemon", "add", "scaled_attention"))
+    problem = support.problem(entrypoints=("hog", "daemon", "add", "scaled_attention"), time_s=60)
     result = grader.grade(source=HOG + DAEMON, problem=problem, checks=[_check(hog)])
     assert result.verdict == Verdict.ACCEPTED, result.to_dict()
     assert seen == [[0, 0, 0], "spawned"], seen
