@@ -142,3 +142,38 @@ def healthz(base: str) -> dict:  # type: ignore[type-arg]
     resp = httpx.get(f"{base}/healthz", timeout=5)
     assert resp.status_code == 200, resp.text
     return resp.json()  # type: ignore[no-any-return]
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(parent pid, start time in clock ticks) of a live process, None once it is gone (or a zombie)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()  # the name may hold spaces and parentheses
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[1]), int(fields[19])
+
+
+def descendants(root: int) -> dict[int, int]:
+    """Every live descendant of ``root`` (children of children too), by pid, with its start time."""
+    parents: dict[int, list[int]] = {}
+    starts: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
+            parents.setdefault(stat[0], []).append(int(entry.name))
+            starts[int(entry.name)] = stat[1]
+    found: dict[int, int] = {}
+    todo = [root]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            if child in starts and child not in found:
+                found[child] = starts[child]
+                todo.append(child)
+    return found
+
+
+def survivors(former: dict[int, int]) -> list[int]:
+    """The processes of ``former`` still alive (the same start time: not a new process that reused the pid)."""
+    return [pid for pid, start in former.items() if (stat := _stat(pid)) is not None and stat[1] == start]
