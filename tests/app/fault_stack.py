@@ -177,3 +177,14 @@ def descendants(root: int) -> dict[int, int]:
 def survivors(former: dict[int, int]) -> list[int]:
     """The processes of ``former`` still alive (the same start time: not a new process that reused the pid)."""
     return [pid for pid, start in former.items() if (stat := _stat(pid)) is not None and stat[1] == start]
+
+
+def depth_below(root: int, pid: int) -> int:
+    """How many parent links lead from ``pid`` up to ``root`` (0 when ``root`` is not an ancestor)."""
+    depth, current = 0, pid
+    while current not in (0, 1, root):
+        stat = _stat(current)
+        if stat is None:
+            return 0
+        current, depth = stat[0], depth + 1
+    return depth if current == root else 0
