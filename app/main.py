@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import Scope
 
+from app import disk_space
 from app.config import Settings, get_settings
 from app.errors import DomainError
 from app.gradebook.router import router as gradebook_router
@@ -90,6 +91,7 @@ def create_app(
         return settings.max_upload_bytes if is_upload else settings.max_body_bytes
 
     app.add_middleware(BodySizeLimit, limit_for=limit_for)
+    disk_space.install(app, settings.data_dir, settings.min_free_disk_bytes)
     app.add_middleware(
         SessionMiddleware,
         secret_key=settings.resolved_secret_key(),
