@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.submissions.models import CheckResultRow, Status, Submission
-from tests.conftest import REPO
+from tests.conftest import REPO, service_missing
 
 FINAL = {Status.GRADED, Status.ERROR}
 
@@ -47,10 +47,10 @@ def wait_until(what: str, ready: Callable[[], bool], bound_s: float = 120, every
 class PrivateRedis:
     """A redis-server of this test only, so it can be stopped without disturbing anyone else's."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, port: int | None = None) -> None:
         if shutil.which("redis-server") is None:
-            pytest.skip("redis-server is not installed")
-        self.port, self.tmp = free_port(), tmp
+            service_missing("redis-server (to start a private one)", FileNotFoundError("not on PATH"))
+        self.port, self.tmp = port or free_port(), tmp
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc: subprocess.Popen[bytes] | None = None
 
