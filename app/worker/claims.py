@@ -121,6 +121,9 @@ def requeue_orphans(session: Session, max_attempts: int) -> list[int]:
         if pid != os.getpid() and not pid_alive(pid):
             dead.append(sub_id)
             dead_claimers.add(claimed_by)
+    if not dead:
+        session.commit()  # end the read transaction, as the requeue below would
+        return []
     requeued = []
     # Locked and still held by the dead claimer: another process's sweep may have requeued it meanwhile, and a live
     # worker claimed it since; that claim must stand.
