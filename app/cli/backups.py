@@ -24,7 +24,9 @@ from app.cli.common import settings_or_exit
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PG_MAGIC = b"PGDMP"
-PAGES_PER_STEP = 256  # the copy yields between steps, so the server's writers are never held up for long
+# One step, so one read transaction: in WAL mode it does not block the server's writers, and the copy is of one
+# committed state. A copy in several steps would start over after every write of the server, forever on a busy one.
+ALL_PAGES = -1
 
 
 class BackupError(Exception):
@@ -134,7 +136,8 @@ def _sqlite_backup(source: Path, dest: Path) -> None:
     src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
     dst = sqlite3.connect(dest)
     try:
-        src.backup(dst, pages=PAGES_PER_STEP, progress=_progress)
+        _announce(src, source)
+        src.backup(dst, pages=ALL_PAGES, progress=_progress)
     except sqlite3.Error as exc:
         raise BackupError(f"SQLite backup failed: {exc}") from exc
     finally:
@@ -152,9 +155,10 @@ def _sqlite_restore(file: Path, dest: Path) -> None:
         dest.parent.mkdir(parents=True, exist_ok=True)
         dst = sqlite3.connect(dest, timeout=10)
         try:
-            # The backup API replaces the target's pages in one write transaction: readers see the old database
-            # or the restored one, never a mix.
-            src.backup(dst, pages=PAGES_PER_STEP, progress=_progress)
+            # The backup API replaces the target's pages in one write transaction (one step): readers see the old
+            # database or the restored one, never a mix.
+            _announce(src, file)
+            src.backup(dst, pages=ALL_PAGES, progress=_progress)
         finally:
             dst.close()
     except sqlite3.Error as exc:
@@ -162,6 +166,12 @@ def _sqlite_restore(file: Path, dest: Path) -> None:
     finally:
         src.close()
     typer.echo("", err=True)
+
+
+def _announce(src: sqlite3.Connection, path: Path) -> None:
+    pages = src.execute("PRAGMA page_count").fetchone()[0]
+    size = pages * src.execute("PRAGMA page_size").fetchone()[0]
+    typer.echo(f"  copying {path}: {pages} pages ({size / 2**20:.1f} MiB)", err=True)
 
 
 def _progress(_status: int, remaining: int, total: int) -> None:

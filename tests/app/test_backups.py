@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,8 +62,21 @@ def test_backup_restore_into_an_empty_database_and_regrade(settings, accounts, b
             view = client.post("/api/v1/submissions", json=body, headers=alice, params={"wait": 30}).json()
             assert view["status"] == "graded", view
             graded.append(view)
-        # Online: the app (and its worker) is still running while the backup is taken.
-        done = cli(settings.resolved_database_url, settings.data_dir, "backup", str(backup))
+        # Online: the app and its worker keep storing and grading submissions while the backup is taken.
+        stop = threading.Event()
+
+        def keep_submitting() -> None:
+            body = {"problem_set": "basic", "problem": "t2", "answers": {"b1": "B"}}
+            while not stop.is_set():
+                assert client.post("/api/v1/submissions", json=body, headers=alice).status_code == 202
+
+        writer = threading.Thread(target=keep_submitting)
+        writer.start()
+        try:
+            done = cli(settings.resolved_database_url, settings.data_dir, "backup", str(backup))
+        finally:
+            stop.set()
+            writer.join()
         assert done.returncode == 0, done.stderr
         assert f"backup written to {backup}" in done.stdout
         again = cli(settings.resolved_database_url, settings.data_dir, "backup", str(backup))
@@ -83,6 +97,11 @@ def test_backup_restore_into_an_empty_database_and_regrade(settings, accounts, b
 
         done = cli(target, data_dir, "restore", str(backup))
         assert done.returncode == 0, done.stderr
+        engine = make_engine(target)
+        with make_session_factory(engine)() as session:
+            restored_count = session.scalar(select(func.count()).select_from(Submission)) or 0
+        engine.dispose()
+        assert restored_count >= 2  # the two graded ones, and whatever the writer had committed by the snapshot
 
         restored = settings.model_copy(update={"database_url": target, "data_dir": data_dir})
         with TestClient(create_app(restored)) as client:
@@ -103,7 +122,7 @@ def test_backup_restore_into_an_empty_database_and_regrade(settings, accounts, b
 
         engine = make_engine(target)
         with make_session_factory(engine)() as session:
-            assert session.scalar(select(func.count()).select_from(Submission)) == 3
+            assert session.scalar(select(func.count()).select_from(Submission)) == restored_count + 1
             rows = session.scalar(
                 select(func.count()).select_from(CheckResultRow).where(CheckResultRow.submission_id == old["id"])
             )
@@ -116,7 +135,7 @@ def test_backup_restore_into_an_empty_database_and_regrade(settings, accounts, b
         assert forced.returncode == 0, forced.stderr
         engine = make_engine(target)
         with make_session_factory(engine)() as session:
-            assert session.scalar(select(func.count()).select_from(Submission)) == 2
+            assert session.scalar(select(func.count()).select_from(Submission)) == restored_count
         engine.dispose()
 
 
