@@ -100,9 +100,16 @@ def test_a_worker_killed_mid_grading_hands_its_job_over_within_seconds(mode: str
             tree = descendants(victim.pid)
             assert statuses(sessions, [sub_id]) == {sub_id: Status.RUNNING}
             victim.kill()
+
+            def taken_over() -> bool:
+                holder_now = claimed_by()
+                return holder_now is not None and holder_now.split(":")[1] == str(survivor.pid)
+
+            handed = wait_until("the survivor claims the job", taken_over, bound_s=LEASE_S / 4, every_s=0.05)
             took = wait_until("the survivor grades the job", lambda: statuses(sessions, [sub_id])[sub_id] in
                               (Status.GRADED, Status.ERROR), bound_s=LEASE_S / 4)  # fmt: skip
-            print(f"\n{mode}: job of the killed worker graded {took:.1f} s after the kill (lease {LEASE_S} s)")
+            print(f"\n{mode}: job of the killed worker claimed by the survivor {handed:.1f} s after the kill, graded "
+                  f"{handed + took:.1f} s after it (lease {LEASE_S} s)")  # fmt: skip
             assert_graded_once(sessions, [sub_id], checks_each=2)
             with sessions() as session:
                 graded = session.get(Submission, sub_id)
