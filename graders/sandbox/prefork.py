@@ -228,10 +228,13 @@ class ChildPool:
         for process in dict.fromkeys(processes):
             process.abandon()
 
-    def pooled_pids(self) -> list[int]:
-        """Host pids of the children waiting in the pool (tests: they are the only live processes between runs)."""
+    def pooled_processes(self) -> list[StudentProcess]:
+        """The children waiting in the pool (tests: the only live processes and child cgroups between runs)."""
         with self._cond:
-            return [w.process.h.host_pid for q in self._waiting.values() for w in q]
+            return [w.process for q in self._waiting.values() for w in q]
+
+    def pooled_pids(self) -> list[int]:
+        return [process.h.host_pid for process in self.pooled_processes()]
 
     # --- the housekeeper --------------------------------------------------------------------------------------------
 

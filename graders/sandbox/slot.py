@@ -17,7 +17,7 @@ import os
 from dataclasses import asdict, dataclass
 
 from graders.sandbox import uids
-from graders.sandbox.cgroups import CgroupV1, ChildCgroup
+from graders.sandbox.cgroups import ChildCgroup, SlotCgroups
 from graders.sandbox.channel import ChildChannel, widen_pipe
 from graders.sandbox.config import RunLimits, SandboxConfig
 from graders.sandbox.errors import SandboxError
@@ -44,7 +44,7 @@ class Seat:
 
 
 class Slot:
-    def __init__(self, config: SandboxConfig, cgroups: CgroupV1 | None) -> None:
+    def __init__(self, config: SandboxConfig, cgroups: SlotCgroups | None) -> None:
         self.config, self.cgroups = config, cgroups
         self.leases: list[uids.UidLease] = []
         self.seats: dict[str, list[Seat]] = {}

@@ -74,7 +74,7 @@ def survivors(grader) -> list[int]:
 
 
 def jail_config(**kwargs: object) -> SandboxConfig:
-    return SandboxConfig(mode="bwrap", slots=1, **kwargs)  # type: ignore[arg-type]
+    return SandboxConfig(**{"mode": "bwrap", "slots": 1, **kwargs})  # type: ignore[arg-type]
 
 
 ATTACK_TEMPLATE = """
