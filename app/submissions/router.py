@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -15,6 +15,7 @@ from app.deps import Offset, PrincipalDep, RowId, RowIdQuery, SessionDep, Settin
 from app.problemsets.service import loaded_version
 from app.submissions import service
 from app.submissions.events import SAFETY_POLL_S, GradeEvents
+from app.submissions.gradescope import GradescopeResults, from_public
 from app.submissions.intake import parse_api_body
 from app.submissions.models import Source
 from app.submissions.presenter import submission_public, submission_summary
@@ -119,15 +120,26 @@ def _read(request: Request, sub_id: int, principal: Any) -> tuple[SubmissionPubl
         return submission_public(sub, loaded, viewer_is_staff=principal.is_staff), service.is_finished(sub)
 
 
-@router.get("/{submission_id}", response_model=SubmissionPublic)
+@router.get("/{submission_id}", response_model=SubmissionPublic | GradescopeResults)
 def get_submission(
-    submission_id: RowId, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
-) -> SubmissionPublic:
-    """A submission: status, score, and per-check results filtered by visibility. Others' submissions are 404."""
+    submission_id: RowId,
+    principal: PrincipalDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    fmt: Annotated[
+        Literal["default", "gradescope"],
+        Query(alias="format", description="gradescope: Gradescope's results.json, filtered for the viewer"),
+    ] = "default",
+) -> SubmissionPublic | GradescopeResults:
+    """A submission: status, score, and per-check results filtered by visibility. Others' submissions are 404.
+
+    ``?format=gradescope`` returns the same view as Gradescope's results.json (docs/gradescope.md).
+    """
     principal.require("read")
     sub = service.get(session, submission_id=submission_id, user=principal.user, staff=principal.is_staff)
     loaded = loaded_version(settings, sub.problem_set_version)
-    return submission_public(sub, loaded, viewer_is_staff=principal.is_staff)
+    view = submission_public(sub, loaded, viewer_is_staff=principal.is_staff)
+    return from_public(view, due_at=loaded.spec.due_at) if fmt == "gradescope" else view
 
 
 @router.get("", response_model=list[SubmissionSummary])
