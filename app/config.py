@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     http_keep_alive_s: int = Field(default=5, ge=1, description="an idle keep-alive connection is closed after this")
     http_backlog: int = Field(default=2048, ge=1, description="listen() backlog (the kernel caps it at somaxconn)")
     secure_cookies: bool = Field(default=False, description="send the session cookie over HTTPS only")
+    log_format: Literal["json", "text"] = Field(
+        default="json", description="json: one JSON object per line (app.logs); text: for a terminal"
+    )
     session_cookie: str = "autograder_session"
     session_max_age_s: int = 14 * 24 * 3600
 

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import Scope
 
+from app.access_log import AccessLog
 from app.config import Settings, get_settings
 from app.errors import DomainError
 from app.gradebook.router import router as gradebook_router
@@ -91,6 +92,8 @@ def create_app(
         same_site="lax",
         https_only=settings.secure_cookies,
     )
+    # One log line per request, inside the request id so the line carries it.
+    app.add_middleware(AccessLog)
     # Outermost, so every response (a refused body, a 500) carries the id.
     app.add_middleware(RequestIdMiddleware)
     _install_error_handlers(app)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated
 
 import typer
 
+from app import logs
 from app.cli import accounts, problems
 from app.cli.common import migrated_sessions, settings_or_exit
 from app.cli.doctor import doctor
@@ -57,8 +57,8 @@ def serve(
     from app.users.service import ensure_first_accounts
     from app.worker.code_grader import LazyCodeGrader
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = settings_or_exit()
+    logs.configure(settings.log_format)
     # Before the sandbox or the database opens anything: a connection flood must not take their fds.
     limits = server_limits.connection_limits(settings, server_limits.raise_open_file_limit())
     if settings.sandbox == "unsafe-local":
@@ -80,7 +80,10 @@ def serve(
             problems.load_one(sessions, folder, grader)
     typer.echo(f"serving on http://{host}:{port} (API docs at /docs); {server_limits.describe(limits)}")
     asgi_app = create_app(settings, code_grader=grader)
-    uvicorn.run(asgi_app, host=host, port=port, log_level="info", **server_limits.uvicorn_options(limits))
+    # log_config=None: uvicorn keeps the root logger app.logs configured (JSON lines, no second access log).
+    uvicorn.run(
+        asgi_app, host=host, port=port, log_level="info", log_config=None, **server_limits.uvicorn_options(limits)
+    )
 
 
 @app.command()
@@ -90,8 +93,8 @@ def worker(
     """Run grading workers: Celery workers when a broker is configured, else a database-polling pool."""
     from app.server_limits import raise_open_file_limit
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = settings_or_exit()
+    logs.configure(settings.log_format)
     raise_open_file_limit()
     slots = concurrency or max(1, settings.workers)
     if settings.broker_url:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from app.access_log import note
 from app.deps import Offset, PrincipalDep, RowId, RowIdQuery, SessionDep, SettingsDep
 from app.problemsets.service import loaded_version
 from app.submissions import service
@@ -83,10 +84,13 @@ async def create_submission(
             return sub.id, created
 
     sub_id, created = await run_in_threadpool(store)
+    note(request, submission_id=sub_id, problem_set=body.problem_set, problem=body.problem)
     if created:
         await run_in_threadpool(_dispatch, request, sub_id)
     response.headers["Location"] = f"/api/v1/submissions/{sub_id}"
-    return await _wait_and_read(request, sub_id, min(wait, settings.max_wait_s), principal)
+    view = await _wait_and_read(request, sub_id, min(wait, settings.max_wait_s), principal)
+    note(request, verdict=view.verdict)
+    return view
 
 
 def _dispatch(request: Request, sub_id: int) -> None:
