@@ -53,6 +53,13 @@ class Settings(BaseSettings):
     http_keep_alive_s: int = Field(default=5, ge=1, description="an idle keep-alive connection is closed after this")
     http_backlog: int = Field(default=2048, ge=1, description="listen() backlog (the kernel caps it at somaxconn)")
     secure_cookies: bool = Field(default=False, description="send the session cookie over HTTPS only")
+    rate_limits: bool = Field(default=True, description="false turns every rate limit off (benchmarks)")
+    rate_submissions_per_user: int = Field(default=60, ge=0, description="per window; 0 = no limit")
+    rate_submissions_per_token: int = Field(default=30, ge=0, description="per window; 0 = no limit")
+    rate_submission_window_s: int = Field(default=60, ge=1, le=86400)
+    rate_logins_per_account: int = Field(default=10, ge=0, description="login attempts per window; 0 = no limit")
+    rate_logins_per_address: int = Field(default=50, ge=0, description="login attempts per window; 0 = no limit")
+    rate_login_window_s: int = Field(default=300, ge=1, le=86400)
     log_format: Literal["json", "text"] = Field(
         default="json", description="json: one JSON object per line (app.logs); text: for a terminal"
     )

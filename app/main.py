@@ -19,6 +19,8 @@ from app.errors import DomainError
 from app.gradebook.router import router as gradebook_router
 from app.limits import BodySizeLimit
 from app.problemsets.router import router as problemsets_router
+from app.ratelimit.errors import install_handler as install_rate_limit_handler
+from app.ratelimit.service import build_limiter
 from app.request_id import RequestIdMiddleware
 from app.submissions.events import GradeEvents, RedisRelay
 from app.submissions.router import router as submissions_router
@@ -46,6 +48,7 @@ def create_app(
     runtime.job.on_finished = grade_events.finished
     broker = settings.broker_url or ""
     relay = RedisRelay(broker, grade_events) if broker.startswith("redis") else None
+    limiter = build_limiter(settings, runtime.session_factory)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -61,6 +64,7 @@ def create_app(
                 pool.stop()
             if relay is not None:
                 relay.stop()
+            limiter.close()
             runtime.close()
 
     app = FastAPI(
@@ -76,6 +80,7 @@ def create_app(
     app.state.code_grader = runtime.code_grader
     app.state.pool = pool
     app.state.grade_events = grade_events
+    app.state.limiter = limiter
     app.state.dispatch = _dispatcher(settings, pool)
 
     def limit_for(scope: Scope) -> int:
@@ -97,6 +102,7 @@ def create_app(
     # Outermost, so every response (a refused body, a 500) carries the id.
     app.add_middleware(RequestIdMiddleware)
     _install_error_handlers(app)
+    install_rate_limit_handler(app)
 
     api = APIRouter(prefix="/api/v1")
     api.include_router(users_router)

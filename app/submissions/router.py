@@ -61,8 +61,13 @@ async def create_submission(
 
     JSON (answers or code) or multipart (a .py file). With ``?wait=N`` the call returns as soon as the grade is in,
     or after N seconds with the current status. A repeated ``Idempotency-Key`` returns the first submission.
+    Too many submissions per minute (per user, per token) get 429 with ``Retry-After``; nothing is stored.
     """
     principal.require("submit")
+    # Before the body is read or anything stored: a refused submission leaves no trace but its count.
+    await run_in_threadpool(
+        request.app.state.limiter.submission, user_id=principal.user.id, token_id=principal.token_id
+    )
     body = await parse_api_body(request)
     source = Source(body.source) if body.source else (Source.CI if principal.via_token else Source.API)
     user = principal.user
