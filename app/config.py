@@ -60,6 +60,10 @@ class Settings(BaseSettings):
     rate_logins_per_account: int = Field(default=10, ge=0, description="login attempts per window; 0 = no limit")
     rate_logins_per_address: int = Field(default=50, ge=0, description="login attempts per window; 0 = no limit")
     rate_login_window_s: int = Field(default=300, ge=1, le=86400)
+    worker_metrics_port: int | None = Field(
+        default=None, ge=1, le=65535, description="`autograder worker` serves /metrics on this port (no token)"
+    )
+    worker_metrics_host: str = Field(default="127.0.0.1", description="the interface of worker_metrics_port")
     log_format: Literal["json", "text"] = Field(
         default="json", description="json: one JSON object per line (app.logs); text: for a terminal"
     )

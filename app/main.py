@@ -18,6 +18,8 @@ from app.config import Settings, get_settings
 from app.errors import DomainError
 from app.gradebook.router import router as gradebook_router
 from app.limits import BodySizeLimit
+from app.metrics import registry as metrics
+from app.metrics.router import router as metrics_router
 from app.problemsets.router import router as problemsets_router
 from app.ratelimit.errors import install_handler as install_rate_limit_handler
 from app.ratelimit.service import build_limiter
@@ -98,7 +100,7 @@ def create_app(
         https_only=settings.secure_cookies,
     )
     # One log line per request, inside the request id so the line carries it.
-    app.add_middleware(AccessLog)
+    app.add_middleware(AccessLog, observers=(metrics.observe_http,))
     # Outermost, so every response (a refused body, a 500) carries the id.
     app.add_middleware(RequestIdMiddleware)
     _install_error_handlers(app)
@@ -110,6 +112,7 @@ def create_app(
     api.include_router(submissions_router)
     api.include_router(gradebook_router)
     app.include_router(api)
+    app.include_router(metrics_router)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, Any]:

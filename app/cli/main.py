@@ -96,6 +96,13 @@ def worker(
     settings = settings_or_exit()
     logs.configure(settings.log_format)
     raise_open_file_limit()
+    if settings.worker_metrics_port:
+        # A separate bind, not the API's token-protected route: keep it on a private interface.
+        from prometheus_client import start_http_server
+
+        from app.metrics.router import process_registry
+
+        start_http_server(settings.worker_metrics_port, settings.worker_metrics_host, registry=process_registry())
     slots = concurrency or max(1, settings.workers)
     if settings.broker_url:
         from app.worker.celery_app import run_worker

@@ -6,6 +6,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from app.errors import DomainError
+from app.metrics.registry import RATE_LIMITED
 
 
 class RateLimited(DomainError):
@@ -23,6 +24,7 @@ def install_handler(app: FastAPI) -> None:
 
     @app.exception_handler(RateLimited)
     async def rate_limited(request: Request, exc: RateLimited) -> JSONResponse:
+        RATE_LIMITED.labels(limit=exc.limit).inc()
         detail = {"loc": ["limit", exc.limit], "msg": exc.message, "type": "rate_limited"}
         return JSONResponse(
             status_code=429, content={"detail": [detail]}, headers={"Retry-After": str(exc.retry_after_s)}

@@ -9,9 +9,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from app.metrics import registry as metrics
 from graders.results import GradeResult
 
 log = logging.getLogger("app.grading")
+# Whoever grades (the embedded pool, `autograder worker`, Celery) imports this module: sandbox restarts count there.
+metrics.install()
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ def graded(submission_id: int, worker: str, labels: JobLabels, result: GradeResu
         "duration_ms": round(seconds * 1000, 2),
     }
     log.info("graded submission %s: %s", submission_id, result.verdict, extra={"fields": fields})
+    metrics.observe_grading(labels.kind, str(result.verdict), seconds, result.checks)
 
 
 def failed(submission_id: int, worker: str, labels: JobLabels | None, error: BaseException, seconds: float) -> None:
@@ -51,3 +55,4 @@ def failed(submission_id: int, worker: str, labels: JobLabels | None, error: Bas
         "duration_ms": round(seconds * 1000, 2),
     }
     log.info("grading submission %s failed on our side", submission_id, extra={"fields": fields})
+    metrics.observe_internal_error(type(error).__name__)
