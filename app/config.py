@@ -64,6 +64,16 @@ class Settings(BaseSettings):
         default=None, ge=1, le=65535, description="`autograder worker` serves /metrics on this port (no token)"
     )
     worker_metrics_host: str = Field(default="127.0.0.1", description="the interface of worker_metrics_port")
+    webhook_allow_private: bool = Field(
+        default=False, description="allow webhook targets in private and loopback ranges (CI on a private network)"
+    )
+    webhook_timeout_s: float = Field(default=10.0, gt=0, le=60, description="one delivery attempt's time limit")
+    webhook_retry_delays_s: list[float] = Field(
+        # Standard Webhooks' schedule: about a day in all; each delay gets +-20 % jitter.
+        default=[5, 300, 1800, 7200, 18000, 36000, 36000],
+        description="the waits before each retry; after the last, a delivery is marked failed",
+    )
+    webhook_poll_s: float = Field(default=1.0, gt=0, description="how often the sender looks for due deliveries")
     log_format: Literal["json", "text"] = Field(
         default="json", description="json: one JSON object per line (app.logs); text: for a terminal"
     )

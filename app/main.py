@@ -27,6 +27,8 @@ from app.request_id import RequestIdMiddleware
 from app.submissions.events import GradeEvents, RedisRelay
 from app.submissions.router import router as submissions_router
 from app.users.router import router as users_router
+from app.webhooks.router import router as webhooks_router
+from app.webhooks.sender import WebhookSender
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.pool import EmbeddedPool
 from app.worker.runtime import WorkerRuntime
@@ -51,6 +53,8 @@ def create_app(
     broker = settings.broker_url or ""
     relay = RedisRelay(broker, grade_events) if broker.startswith("redis") else None
     limiter = build_limiter(settings, runtime.session_factory)
+    # Webhooks are sent where grading happens: here with embedded workers, else by `autograder worker`.
+    sender = WebhookSender(settings, runtime.session_factory) if embedded else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -59,11 +63,15 @@ def create_app(
         if pool is not None and start_workers:
             pool.start()
             runtime.prewarm()
+            if sender is not None:
+                sender.start()
         try:
             yield
         finally:
             if pool is not None:
                 pool.stop()
+            if sender is not None:
+                sender.stop()
             if relay is not None:
                 relay.stop()
             limiter.close()
@@ -83,6 +91,7 @@ def create_app(
     app.state.pool = pool
     app.state.grade_events = grade_events
     app.state.limiter = limiter
+    app.state.webhook_sender = sender
     app.state.dispatch = _dispatcher(settings, pool)
 
     def limit_for(scope: Scope) -> int:
@@ -111,6 +120,7 @@ def create_app(
     api.include_router(problemsets_router)
     api.include_router(submissions_router)
     api.include_router(gradebook_router)
+    api.include_router(webhooks_router)
     app.include_router(api)
     app.include_router(metrics_router)
 

@@ -4,6 +4,7 @@ from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.ratelimit.models import RateLimitCounter
 from app.submissions.models import CheckResultRow, Grade, Submission
 from app.users.models import ApiToken, User
+from app.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
     "ApiToken",
@@ -14,4 +15,7 @@ __all__ = [
     "RateLimitCounter",
     "Submission",
     "User",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookEndpoint",
 ]

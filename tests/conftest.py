@@ -67,7 +67,7 @@ def _truncate_postgres(url: str) -> None:
         conn.execute(
             text(
                 'TRUNCATE check_result, grade, submission, problem_set_version, problem_set, api_token, "user", '
-                "rate_limit_counter "
+                "rate_limit_counter, webhook_attempt, webhook_delivery, webhook_endpoint "
                 "RESTART IDENTITY CASCADE"
             )
         )

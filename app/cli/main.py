@@ -104,10 +104,21 @@ def worker(
 
         start_http_server(settings.worker_metrics_port, settings.worker_metrics_host, registry=process_registry())
     slots = concurrency or max(1, settings.workers)
+    from app.webhooks.sender import WebhookSender
+
     if settings.broker_url:
+        from app.db import make_engine, make_session_factory
         from app.worker.celery_app import run_worker
 
-        run_worker(settings, slots)
+        # Webhook deliveries are rows in the database: this worker sends them next to its Celery grading threads.
+        engine = make_engine(settings.resolved_database_url)
+        sender = WebhookSender(settings, make_session_factory(engine))
+        sender.start()
+        try:
+            run_worker(settings, slots)
+        finally:
+            sender.stop()
+            engine.dispose()
         return
     import signal
     import threading
@@ -125,8 +136,11 @@ def worker(
         signal.signal(signal.SIGINT, lambda *_: stop.set())
         pool.start()
         runtime.prewarm()
+        sender = WebhookSender(settings, runtime.session_factory)
+        sender.start()
         typer.echo(f"worker: {slots} slot(s) polling {settings.resolved_database_url.split('@')[-1]}")
         stop.wait()
+        sender.stop()
         pool.stop()
 
 

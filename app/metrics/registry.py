@@ -39,6 +39,11 @@ HTTP_SECONDS = Histogram(
     ["method", "route", "status"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
+WEBHOOK_DELIVERIES = Counter(
+    "autograder_webhook_deliveries_total",
+    "Webhook delivery attempts by outcome (succeeded, retrying, failed, disabled)",
+    ["outcome"],
+)
 RATE_LIMITED = Counter("autograder_rate_limited_total", "Requests refused by a rate limit", ["limit"])
 
 _ERROR_TYPES = frozenset({"SandboxError", "TimeoutError", "OperationalError", "OSError"})

@@ -17,6 +17,7 @@ from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import loaded_version
 from app.submissions.lateness import late_penalty
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
+from app.webhooks.service import enqueue_event
 from app.worker import observe
 from app.worker.claims import renew, retry_delay_s
 from graders.code.runner import CodeGraderLike
@@ -135,6 +136,9 @@ class GradingJob:
             grade.settle_pending()
             session.add(grade)
             sub.status, sub.graded_at, sub.lease_until, sub.error = Status.GRADED, utcnow(), None, None
+            # In the grade's own transaction: a committed grade always has its webhook deliveries queued.
+            event = "submission.regraded" if previous is not None else "submission.graded"
+            enqueue_event(session, user_id=sub.user_id, event_type=event, submission_id=submission_id)
         return True
 
     def _record_failure(self, submission_id: int, worker: str, message: str) -> None:
@@ -148,6 +152,8 @@ class GradingJob:
             sub.claimed_by = None
             sub.status = Status.ERROR if sub.grading_attempts >= self.settings.max_grading_attempts else Status.QUEUED
             requeued = sub.status == Status.QUEUED
+            if not requeued:
+                enqueue_event(session, user_id=sub.user_id, event_type="submission.error", submission_id=submission_id)
             # Back off before the retry (a queued row's lease_until is its "not before"): a sandbox that fails
             # right now will likely fail again at once.
             sub.lease_until = utcnow() + timedelta(seconds=retry_delay_s(sub.grading_attempts)) if requeued else None

@@ -10,10 +10,13 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+import httpx
 import pytest
 import yaml
 
+from app.config import Settings
 from tests.conftest import REPO
+from tests.ops.receiver import running_receiver
 
 EXAMPLES = {
     "github-actions.yml": lambda doc: [s["run"] for s in doc["jobs"]["grade"]["steps"] if "run" in s],
@@ -33,6 +36,12 @@ def submit_line(name: str) -> list[str]:
     return args[1:]
 
 
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    # The receiver runs on 127.0.0.1, as a CI runner on a private network would.
+    return settings.model_copy(update={"webhook_allow_private": True, "webhook_poll_s": 0.05})
+
+
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_example_submits_and_writes_junit(name, live_server, accounts, basic_set, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     args = submit_line(name)
@@ -41,9 +50,22 @@ def test_example_submits_and_writes_junit(name, live_server, accounts, basic_set
     args[args.index("--problem") + 1] = "t1"
     file_at = next(i for i, a in enumerate(args) if a.endswith(".py"))
     args[file_at : file_at + 1] = ["--answers", '{"b1": "encoder", "b2": "32"}']
-    env = {**os.environ, "AUTOGRADER_URL": live_server, "AUTOGRADER_TOKEN": accounts["alice"].token}
+    token = accounts["alice"].token
+    env = {**os.environ, "AUTOGRADER_URL": live_server, "AUTOGRADER_TOKEN": token}
     cli = Path(sys.executable).parent / "autograder"
-    done = subprocess.run([str(cli), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
+    with running_receiver() as receiver:
+        # The course's CI system registered a webhook with the same token, so it is told when the grade is in.
+        hook = httpx.post(
+            f"{live_server}/api/v1/webhooks",
+            json={"url": receiver.url, "events": ["submission.graded"]},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert hook.status_code == 201, hook.text
+        receiver.secret = hook.json()["secret"]
+        done = subprocess.run([str(cli), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        (delivery,) = receiver.wait_for(1)
     suite = ET.parse(tmp_path / "autograder-report.xml").getroot()
     assert suite.get("tests") == "2" and suite.get("failures") == "0"
+    assert delivery["verified"] and delivery["payload"]["type"] == "submission.graded"
+    assert delivery["payload"]["data"]["verdict"] == "accepted" and delivery["payload"]["data"]["source"] == "ci"
