@@ -128,8 +128,14 @@ class WebhookSender:
             scopes = set(token.scopes) if token is not None else {"instructor"}
             owner = session.get(User, sub.user_id)
             staff = owner is not None and owner.is_staff and "instructor" in scopes
-            view = submission_public(sub, loaded_version(self.settings, sub.problem_set_version), viewer_is_staff=staff)
-            data = json.loads(view.model_dump_json())
+            try:
+                loaded = loaded_version(self.settings, sub.problem_set_version)
+                data = json.loads(submission_public(sub, loaded, viewer_is_staff=staff).model_dump_json())
+            except Exception as exc:
+                # The set version cannot be read (what made grading fail, often): the error event still goes out.
+                log.warning("webhook body of submission %s without its view: %s", sub.id, type(exc).__name__)
+                data = {"id": sub.id, "status": sub.status, "problem": sub.problem_id, "attempt": sub.attempt,
+                        "user_id": sub.user_id, "status_url": f"/api/v1/submissions/{sub.id}"}  # fmt: skip
         envelope = {"type": delivery.event_type, "timestamp": utcnow().isoformat(), "data": data}
         return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
 

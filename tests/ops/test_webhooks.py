@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -10,13 +11,22 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.config import Settings
 from app.db import utcnow
 from app.main import create_app
+from app.problemsets import storage
+from app.problemsets.models import ProblemSetVersion
+from app.submissions import service as submissions
+from app.users.models import User
+from app.webhooks import service as webhooks
 from app.webhooks.models import WebhookDelivery
+from app.webhooks.sender import WebhookSender
 from app.webhooks.service import new_secret
+from app.worker.claims import claim_next
+from app.worker.code_grader import LazyCodeGrader
+from app.worker.grading import GradingJob
 from tests.ops.receiver import Receiver, running_receiver
 
 ANSWERS = {"b1": "encoder", "b2": "32"}
@@ -159,3 +169,51 @@ def test_unknown_events_are_refused(client, accounts, receiver) -> None:  # type
     body = {"url": receiver.url, "events": ["submission.deleted"]}
     resp = client.post("/api/v1/webhooks", json=body, headers=accounts["alice"].headers)
     assert resp.status_code == 422 and resp.json()["detail"][0]["loc"] == ["body", "events"]
+
+
+def test_regrade_and_manual_grade_events(client, accounts, basic_set, receiver) -> None:  # type: ignore[no-untyped-def]
+    alice, instructor = accounts["alice"], accounts["instructor"]
+    register(client, alice, receiver, ["submission.graded", "submission.regraded", "grade.manual_updated"])
+    body = {"problem_set": basic_set, "problem": "t3", "answers": {"b1": "We held the split equal."}}
+    sub = client.post("/api/v1/submissions", params={"wait": 30}, json=body, headers=alice.headers).json()
+    assert sub["status"] == "graded"
+    receiver.wait_for(1)
+    assert client.post(f"/api/v1/submissions/{sub['id']}/regrade", headers=instructor.headers).status_code == 202
+    receiver.wait_for(2)
+    url = f"/api/v1/submissions/{sub['id']}/manual-grade"
+    resp = client.post(url, json={"manual_score": 2.5, "feedback": "good"}, headers=instructor.headers)
+    assert resp.status_code == 200
+    got = receiver.wait_for(3)
+    assert [r["payload"]["type"] for r in got] == ["submission.graded", "submission.regraded", "grade.manual_updated"]
+    assert all(r["verified"] for r in got) and len({r["headers"]["webhook-id"] for r in got}) == 3
+    assert got[2]["payload"]["data"]["manual_score"] == 2.5 and got[2]["payload"]["data"]["final_score"] == 2.5
+
+
+def test_error_event_when_grading_fails_for_good(accounts, basic_set, settings, sessions, receiver) -> None:  # type: ignore[no-untyped-def]
+    """The sender as a job on its own (run_once, no thread): the final internal error is announced."""
+    settings = settings.model_copy(update={"max_grading_attempts": 1})
+    with sessions() as session:
+        alice = session.get(User, accounts["alice"].id)
+        endpoint = webhooks.create_endpoint(
+            session, settings=settings, user=alice, token_id=None, url=receiver.url, events=["submission.error"]
+        )
+        receiver.secret = endpoint.secret
+        sub, _ = submissions.create(
+            session, settings=settings, user=alice, problem_set="basic", problem_id="t2", answers={"b1": "B"}
+        )
+        sub_id = sub.id
+        session.execute(update(ProblemSetVersion).values(archive=b"not a tar.gz"))  # grading cannot run
+        session.commit()
+    storage._cache.clear()
+    shutil.rmtree(settings.data_dir / "sets", ignore_errors=True)
+    with sessions() as session:
+        assert claim_next(session, worker="w:1:0", lease_s=60, max_attempts=1) == sub_id
+    GradingJob(settings, sessions, LazyCodeGrader(settings)).run(sub_id, "w:1:0")
+    sender = WebhookSender(settings, sessions)
+    try:
+        assert sender.run_once() == 1
+    finally:
+        sender.stop()
+    (got,) = receiver.received
+    assert got["verified"] and got["payload"]["type"] == "submission.error"
+    assert got["payload"]["data"]["id"] == sub_id and got["payload"]["data"]["status"] == "error"
