@@ -17,6 +17,7 @@ from app.ratelimit.counters import RedisCounter
 from app.ratelimit.service import Limiter, build_limiter
 from app.submissions.models import Submission
 from tests.conftest import REDIS_URL, service_missing
+from tests.web.conftest import csrf_of
 
 TOKEN_LIMIT, USER_LIMIT, LOGIN_ACCOUNT, LOGIN_ADDRESS = 20, 25, 4, 6
 WINDOW_S = 3600
@@ -147,3 +148,17 @@ def test_limits_off_and_zero_mean_no_limit(settings: Settings, sessions) -> None
         limiter = build_limiter(settings.model_copy(update=overrides), sessions)
         for _ in range(TOKEN_LIMIT + USER_LIMIT + 5):
             limiter.submission(user_id=1, token_id=1)
+
+
+def test_the_login_page_shares_the_limits(clients, accounts) -> None:  # type: ignore[no-untyped-def]
+    a, _ = clients
+    alice = accounts["alice"]
+    statuses = []
+    for i in range(LOGIN_ACCOUNT + 1):
+        csrf = csrf_of(a.get("/login").text)
+        form = {"email": alice.email, "password": f"guess-{i}-xx", "csrf_token": csrf}
+        statuses.append(a.post("/login", data=form, follow_redirects=False).status_code)
+    assert statuses == [400] * LOGIN_ACCOUNT + [429]
+    # The API refuses the account as well: one counter, whichever door is used.
+    api = a.post("/api/v1/auth/login", json={"email": alice.email, "password": alice.password})
+    assert api.status_code == 429
