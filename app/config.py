@@ -56,6 +56,30 @@ class Settings(BaseSettings):
     http_keep_alive_s: int = Field(default=5, ge=1, description="an idle keep-alive connection is closed after this")
     http_backlog: int = Field(default=2048, ge=1, description="listen() backlog (the kernel caps it at somaxconn)")
     secure_cookies: bool = Field(default=False, description="send the session cookie over HTTPS only")
+    rate_limits: bool = Field(default=True, description="false turns every rate limit off (benchmarks)")
+    rate_submissions_per_user: int = Field(default=60, ge=0, description="per window; 0 = no limit")
+    rate_submissions_per_token: int = Field(default=30, ge=0, description="per window; 0 = no limit")
+    rate_submission_window_s: int = Field(default=60, ge=1, le=86400)
+    rate_logins_per_account: int = Field(default=10, ge=0, description="login attempts per window; 0 = no limit")
+    rate_logins_per_address: int = Field(default=50, ge=0, description="login attempts per window; 0 = no limit")
+    rate_login_window_s: int = Field(default=300, ge=1, le=86400)
+    worker_metrics_port: int | None = Field(
+        default=None, ge=1, le=65535, description="`autograder worker` serves /metrics on this port (no token)"
+    )
+    worker_metrics_host: str = Field(default="127.0.0.1", description="the interface of worker_metrics_port")
+    webhook_allow_private: bool = Field(
+        default=False, description="allow webhook targets in private and loopback ranges (CI on a private network)"
+    )
+    webhook_timeout_s: float = Field(default=10.0, gt=0, le=60, description="one delivery attempt's time limit")
+    webhook_retry_delays_s: list[float] = Field(
+        # Standard Webhooks' schedule: about a day in all; each delay gets +-20 % jitter.
+        default=[5, 300, 1800, 7200, 18000, 36000, 36000],
+        description="the waits before each retry; after the last, a delivery is marked failed",
+    )
+    webhook_poll_s: float = Field(default=1.0, gt=0, description="how often the sender looks for due deliveries")
+    log_format: Literal["json", "text"] = Field(
+        default="json", description="json: one JSON object per line (app.logs); text: for a terminal"
+    )
     session_cookie: str = "autograder_session"
     session_max_age_s: int = 14 * 24 * 3600
 

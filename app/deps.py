@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from fastapi import Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
+from app.access_log import note
 from app.config import Settings
 from app.db import session_scope
 from app.errors import Forbidden, Unauthorized
@@ -46,8 +47,9 @@ class Principal:
     ``user`` is detached from any session: its columns are loaded, nothing else is.
     """
 
-    def __init__(self, user: User, scopes: set[str], via_token: bool) -> None:
+    def __init__(self, user: User, scopes: set[str], via_token: bool, token_id: int | None = None) -> None:
         self.user, self.scopes, self.via_token = user, scopes, via_token
+        self.token_id = token_id  # rate limits count per token as well as per user
 
     @property
     def is_staff(self) -> bool:
@@ -67,6 +69,7 @@ def get_principal(request: Request) -> Principal:
     with request.app.state.session_factory() as session:
         principal = _authenticate(request, session)
         session.commit()
+    note(request, user_id=principal.user.id, token_id=principal.token_id)
     return principal
 
 
@@ -80,7 +83,7 @@ def _authenticate(request: Request, session: Session) -> Principal:
         if found is None:
             raise Unauthorized("invalid, expired or revoked token")
         token_user, token = found
-        return Principal(token_user, set(token.scopes), via_token=True)
+        return Principal(token_user, set(token.scopes), via_token=True, token_id=token.id)
     user = cookie_user(session, request.session)
     if user is None:
         raise Unauthorized("log in (POST /api/v1/auth/login) or send an API token")

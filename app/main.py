@@ -14,15 +14,22 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import Scope
 
 from app import disk_space
+from app.access_log import AccessLog
 from app.config import Settings, get_settings
 from app.errors import DomainError
 from app.gradebook.router import router as gradebook_router
 from app.limits import BodySizeLimit
+from app.metrics import registry as metrics
+from app.metrics.router import router as metrics_router
 from app.problemsets.router import router as problemsets_router
+from app.ratelimit.errors import install_handler as install_rate_limit_handler
+from app.ratelimit.service import build_limiter
 from app.request_id import RequestIdMiddleware
 from app.submissions.events import GradeEvents, RedisRelay
 from app.submissions.router import router as submissions_router
 from app.users.router import router as users_router
+from app.webhooks.router import router as webhooks_router
+from app.webhooks.sender import WebhookSender
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.outbox import BrokerOutbox, broker_answers
 from app.worker.pool import EmbeddedPool
@@ -48,6 +55,9 @@ def create_app(
     broker = settings.broker_url or ""
     relay = RedisRelay(broker, grade_events) if broker.startswith("redis") else None
     outbox = _outbox(settings, runtime) if settings.broker_url else None
+    limiter = build_limiter(settings, runtime.session_factory)
+    # Webhooks are sent where grading happens: here with embedded workers, else by `autograder worker`.
+    sender = WebhookSender(settings, runtime.session_factory) if embedded else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -58,15 +68,20 @@ def create_app(
         if pool is not None and start_workers:
             pool.start()
             runtime.prewarm()
+            if sender is not None:
+                sender.start()
         try:
             yield
         finally:
             if pool is not None:
                 pool.stop()
+            if sender is not None:
+                sender.stop()
             if relay is not None:
                 relay.stop()
             if outbox is not None:
                 outbox.stop()
+            limiter.close()
             runtime.close()
 
     app = FastAPI(
@@ -82,6 +97,8 @@ def create_app(
     app.state.code_grader = runtime.code_grader
     app.state.pool = pool
     app.state.grade_events = grade_events
+    app.state.limiter = limiter
+    app.state.webhook_sender = sender
     app.state.outbox = outbox
     app.state.dispatch = outbox.dispatch if outbox is not None else _dispatcher(pool)
 
@@ -100,16 +117,21 @@ def create_app(
         same_site="lax",
         https_only=settings.secure_cookies,
     )
+    # One log line per request, inside the request id so the line carries it.
+    app.add_middleware(AccessLog, observers=(metrics.observe_http,))
     # Outermost, so every response (a refused body, a 500) carries the id.
     app.add_middleware(RequestIdMiddleware)
     _install_error_handlers(app)
+    install_rate_limit_handler(app)
 
     api = APIRouter(prefix="/api/v1")
     api.include_router(users_router)
     api.include_router(problemsets_router)
     api.include_router(submissions_router)
     api.include_router(gradebook_router)
+    api.include_router(webhooks_router)
     app.include_router(api)
+    app.include_router(metrics_router)
 
     @app.get("/healthz", tags=["ops"], summary="Liveness: the database answers; the broker's state")
     def healthz() -> dict[str, Any]:

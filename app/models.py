@@ -1,7 +1,21 @@
 """Imports every domain's models so that Base.metadata is complete (for Alembic and tests)."""
 
 from app.problemsets.models import ProblemSet, ProblemSetVersion
+from app.ratelimit.models import RateLimitCounter
 from app.submissions.models import CheckResultRow, Grade, Submission
 from app.users.models import ApiToken, User
+from app.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
-__all__ = ["ApiToken", "CheckResultRow", "Grade", "ProblemSet", "ProblemSetVersion", "Submission", "User"]
+__all__ = [
+    "ApiToken",
+    "CheckResultRow",
+    "Grade",
+    "ProblemSet",
+    "ProblemSetVersion",
+    "RateLimitCounter",
+    "Submission",
+    "User",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+]

@@ -43,7 +43,7 @@ def create_user(
 def create_token(
     email: Annotated[str, typer.Option(help="the token's owner")],
     name: Annotated[str, typer.Option(help="a label, e.g. 'github-ci'")] = "ci",
-    scope: Annotated[list[str] | None, typer.Option(help="repeatable: submit, read, instructor")] = None,
+    scope: Annotated[list[str] | None, typer.Option(help="repeatable: submit, read, instructor, metrics")] = None,
 ) -> None:
     """Create an API token; prints it once (only its hash is stored)."""
     settings = settings_or_exit()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated
 
 import typer
 
+from app import logs
 from app.cli import accounts, backups, problems
 from app.cli.common import migrated_sessions, settings_or_exit
 from app.cli.doctor import doctor
@@ -59,8 +59,8 @@ def serve(
     from app.users.service import ensure_first_accounts
     from app.worker.code_grader import LazyCodeGrader
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = settings_or_exit()
+    logs.configure(settings.log_format)
     # Before the sandbox or the database opens anything: a connection flood must not take their fds.
     limits = server_limits.connection_limits(settings, server_limits.raise_open_file_limit())
     if settings.sandbox == "unsafe-local":
@@ -82,7 +82,10 @@ def serve(
             problems.load_one(sessions, folder, grader)
     typer.echo(f"serving on http://{host}:{port} (API docs at /docs); {server_limits.describe(limits)}")
     asgi_app = create_app(settings, code_grader=grader)
-    uvicorn.run(asgi_app, host=host, port=port, log_level="info", **server_limits.uvicorn_options(limits))
+    # log_config=None: uvicorn keeps the root logger app.logs configured (JSON lines, no second access log).
+    uvicorn.run(
+        asgi_app, host=host, port=port, log_level="info", log_config=None, **server_limits.uvicorn_options(limits)
+    )
 
 
 @app.command()
@@ -92,14 +95,32 @@ def worker(
     """Run grading workers: Celery workers when a broker is configured, else a database-polling pool."""
     from app.server_limits import raise_open_file_limit
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = settings_or_exit()
+    logs.configure(settings.log_format)
     raise_open_file_limit()
+    if settings.worker_metrics_port:
+        # A separate bind, not the API's token-protected route: keep it on a private interface.
+        from prometheus_client import start_http_server
+
+        from app.metrics.router import process_registry
+
+        start_http_server(settings.worker_metrics_port, settings.worker_metrics_host, registry=process_registry())
     slots = concurrency or max(1, settings.workers)
+    from app.webhooks.sender import WebhookSender
+
     if settings.broker_url:
+        from app.db import make_engine, make_session_factory
         from app.worker.celery_app import run_worker
 
-        run_worker(settings, slots)
+        # Webhook deliveries are rows in the database: this worker sends them next to its Celery grading threads.
+        engine = make_engine(settings.resolved_database_url)
+        sender = WebhookSender(settings, make_session_factory(engine))
+        sender.start()
+        try:
+            run_worker(settings, slots)
+        finally:
+            sender.stop()
+            engine.dispose()
         return
     import signal
     import threading
@@ -117,8 +138,11 @@ def worker(
         signal.signal(signal.SIGINT, lambda *_: stop.set())
         pool.start()
         runtime.prewarm()
+        sender = WebhookSender(settings, runtime.session_factory)
+        sender.start()
         typer.echo(f"worker: {slots} slot(s) polling {settings.resolved_database_url.split('@')[-1]}")
         stop.wait()
+        sender.stop()
         pool.stop()
 
 

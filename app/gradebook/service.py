@@ -15,6 +15,7 @@ from app.gradebook.schemas import AwaitingManual, Gradebook, GradeCell, ProblemC
 from app.problemsets.service import get_latest
 from app.submissions.models import Grade, Status, Submission
 from app.users.models import User
+from app.webhooks.service import enqueue_event
 
 
 def gradebook(session: Session, *, slug: str) -> Gradebook:
@@ -161,5 +162,6 @@ def manual_grade(
     sub.grade.manual_feedback = feedback.strip() or None
     sub.grade.manual_graded_by_id = grader.id
     sub.grade.settle_pending()
+    enqueue_event(session, user_id=sub.user_id, event_type="grade.manual_updated", submission_id=sub.id)
     session.commit()
     return sub.grade, limit

@@ -6,15 +6,17 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from app.access_log import note
 from app.deps import Offset, PrincipalDep, RowId, RowIdQuery, SessionDep, SettingsDep
 from app.problemsets.service import loaded_version
 from app.submissions import service
 from app.submissions.events import SAFETY_POLL_S, GradeEvents
+from app.submissions.gradescope import GradescopeResults, from_public
 from app.submissions.intake import parse_api_body
 from app.submissions.models import Source
 from app.submissions.presenter import submission_public, submission_summary
@@ -59,8 +61,13 @@ async def create_submission(
 
     JSON (answers or code) or multipart (a .py file). With ``?wait=N`` the call returns as soon as the grade is in,
     or after N seconds with the current status. A repeated ``Idempotency-Key`` returns the first submission.
+    Too many submissions per minute (per user, per token) get 429 with ``Retry-After``; nothing is stored.
     """
     principal.require("submit")
+    # Before the body is read or anything stored: a refused submission leaves no trace but its count.
+    await run_in_threadpool(
+        request.app.state.limiter.submission, user_id=principal.user.id, token_id=principal.token_id
+    )
     body = await parse_api_body(request)
     source = Source(body.source) if body.source else (Source.CI if principal.via_token else Source.API)
     user = principal.user
@@ -82,10 +89,13 @@ async def create_submission(
             return sub.id, created
 
     sub_id, created = await run_in_threadpool(store)
+    note(request, submission_id=sub_id, problem_set=body.problem_set, problem=body.problem)
     if created:
         await run_in_threadpool(_dispatch, request, sub_id)
     response.headers["Location"] = f"/api/v1/submissions/{sub_id}"
-    return await _wait_and_read(request, sub_id, min(wait, settings.max_wait_s), principal)
+    view = await _wait_and_read(request, sub_id, min(wait, settings.max_wait_s), principal)
+    note(request, verdict=view.verdict)
+    return view
 
 
 def _dispatch(request: Request, sub_id: int) -> None:
@@ -119,15 +129,26 @@ def _read(request: Request, sub_id: int, principal: Any) -> tuple[SubmissionPubl
         return submission_public(sub, loaded, viewer_is_staff=principal.is_staff), service.is_finished(sub)
 
 
-@router.get("/{submission_id}", response_model=SubmissionPublic)
+@router.get("/{submission_id}", response_model=SubmissionPublic | GradescopeResults)
 def get_submission(
-    submission_id: RowId, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
-) -> SubmissionPublic:
-    """A submission: status, score, and per-check results filtered by visibility. Others' submissions are 404."""
+    submission_id: RowId,
+    principal: PrincipalDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    fmt: Annotated[
+        Literal["default", "gradescope"],
+        Query(alias="format", description="gradescope: Gradescope's results.json, filtered for the viewer"),
+    ] = "default",
+) -> SubmissionPublic | GradescopeResults:
+    """A submission: status, score, and per-check results filtered by visibility. Others' submissions are 404.
+
+    ``?format=gradescope`` returns the same view as Gradescope's results.json (docs/gradescope.md).
+    """
     principal.require("read")
     sub = service.get(session, submission_id=submission_id, user=principal.user, staff=principal.is_staff)
     loaded = loaded_version(settings, sub.problem_set_version)
-    return submission_public(sub, loaded, viewer_is_staff=principal.is_staff)
+    view = submission_public(sub, loaded, viewer_is_staff=principal.is_staff)
+    return from_public(view, due_at=loaded.spec.due_at) if fmt == "gradescope" else view
 
 
 @router.get("", response_model=list[SubmissionSummary])

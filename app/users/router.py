@@ -14,7 +14,8 @@ router = APIRouter(tags=["auth"])
 
 @router.post("/auth/login", response_model=UserPublic)
 def login(body: LoginRequest, request: Request, session: SessionDep) -> UserPublic:
-    """Check email and password; on success set the session cookie."""
+    """Check email and password; on success set the session cookie. Too many attempts get 429 with Retry-After."""
+    request.app.state.limiter.login(email=body.email, address=request.client.host if request.client else "-")
     user = service.log_in(session, request.session, email=body.email, password=body.password)
     if user is None:
         raise Unauthorized("wrong email or password")

@@ -24,7 +24,7 @@ class UserPublic(BaseModel):
 class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(default="token", max_length=100)
-    scopes: list[str] | None = Field(default=None, description="some of submit, read, instructor")
+    scopes: list[str] | None = Field(default=None, description="some of submit, read, instructor, metrics")
     expires_at: datetime | None = Field(default=None, description="UTC when no zone is given")
 
     @field_validator("expires_at")

@@ -15,7 +15,9 @@ from app.security import generate_password, generate_token, hash_password, hash_
 from app.users.models import ApiToken, Role, User
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-SCOPES = ("submit", "read", "instructor")
+SCOPES = ("submit", "read", "instructor", "metrics")
+# Scopes only staff may hold: instructor powers, and the service's metrics (volumes, routes, queue).
+STAFF_SCOPES = ("instructor", "metrics")
 DEFAULT_SCOPES = ["submit", "read"]
 
 
@@ -70,8 +72,9 @@ def create_token(
     unknown = [s for s in scopes if s not in SCOPES]
     if unknown:
         raise Invalid(f"unknown scopes {unknown}; expected some of {list(SCOPES)}", field="scopes")
-    if "instructor" in scopes and not user.is_staff:
-        raise Invalid("only instructors may hold the 'instructor' scope", field="scopes")
+    staff_only = [s for s in scopes if s in STAFF_SCOPES]
+    if staff_only and not user.is_staff:
+        raise Invalid(f"only instructors may hold the {staff_only[0]!r} scope", field="scopes")
     plain = generate_token()
     token = ApiToken(
         user_id=user.id,

@@ -33,6 +33,8 @@ def login(request: Request, form: CheckedForm, session: WebSession) -> Response:
     """Check the password; on success start a fresh session and go on to the page asked for."""
     email, password = str(form.get("email") or ""), str(form.get("password") or "")
     target = _safe_next(form.get("next"))
+    # The API's limits (a 429 page here): the form is no way around them.
+    request.app.state.limiter.login(email=email, address=request.client.host if request.client else "-")
     user = log_in(session, request.session, email=email, password=password)
     if user is None:
         return render(request, "login.html", 400, next=target, email=email, error="Wrong email or password.")

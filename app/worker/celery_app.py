@@ -44,6 +44,7 @@ def make_celery(settings: Settings, runtime: WorkerRuntime | None = None) -> Cel
         accept_content=["json"],  # never pickle
         task_default_queue="grading",
         broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,  # keep app.logs' JSON lines (autograder worker configures the root logger)
     )
     if runtime is not None:  # the API only sends the task by name: it never needs a runtime
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -16,6 +17,8 @@ from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import loaded_version
 from app.submissions.lateness import late_penalty
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
+from app.webhooks.service import enqueue_event
+from app.worker import observe
 from app.worker.claims import renew, retry_delay_s
 from graders.code.runner import CodeGraderLike
 from graders.code.verdicts import loggable
@@ -48,6 +51,7 @@ class GradingJob:
 
     def run(self, submission_id: int, worker: str) -> None:
         """Grade a claimed job. Any failure is ours, not the student's: it is retried, never scored 0."""
+        start, labels = time.perf_counter(), None
         try:
             # The lease is renewed from the claim on: unpacking a set version can take a while too.
             with Heartbeat(self.session_factory, submission_id, worker, self.settings.grading_lease_s):
@@ -55,10 +59,13 @@ class GradingJob:
                 if claimed is None:
                     return
                 loaded, problem_id, payload, penalty = claimed
+                labels = _labels(loaded, problem_id)
                 result = grade_submission(loaded, problem_id, payload, self.code_grader)
             if self._record(submission_id, worker, result, penalty):
                 self._finished(submission_id)
+                observe.graded(submission_id, worker, labels, result, time.perf_counter() - start)
         except Exception as exc:
+            observe.failed(submission_id, worker, labels, exc, time.perf_counter() - start)
             # A sandbox failure's message can quote what the submission left behind (file names): escaped, no
             # traceback. Anything else is a bug of ours and keeps its traceback.
             log.error("internal error grading submission %s: %s", submission_id,
@@ -129,6 +136,9 @@ class GradingJob:
             grade.settle_pending()
             session.add(grade)
             sub.status, sub.graded_at, sub.lease_until, sub.error = Status.GRADED, utcnow(), None, None
+            # In the grade's own transaction: a committed grade always has its webhook deliveries queued.
+            event = "submission.regraded" if previous is not None else "submission.graded"
+            enqueue_event(session, user_id=sub.user_id, event_type=event, submission_id=submission_id)
         return True
 
     def _record_failure(self, submission_id: int, worker: str, message: str) -> None:
@@ -142,6 +152,8 @@ class GradingJob:
             sub.claimed_by = None
             sub.status = Status.ERROR if sub.grading_attempts >= self.settings.max_grading_attempts else Status.QUEUED
             requeued = sub.status == Status.QUEUED
+            if not requeued:
+                enqueue_event(session, user_id=sub.user_id, event_type="submission.error", submission_id=submission_id)
             # Back off before the retry (a queued row's lease_until is its "not before"): a sandbox that fails
             # right now will likely fail again at once.
             sub.lease_until = utcnow() + timedelta(seconds=retry_delay_s(sub.grading_attempts)) if requeued else None
@@ -149,6 +161,11 @@ class GradingJob:
             self._finished(submission_id)
         if requeued and self.requeue is not None:
             self.requeue(submission_id)
+
+
+def _labels(loaded: LoadedSet, problem_id: str) -> observe.JobLabels:
+    problem = loaded.spec.problem(problem_id)
+    return observe.JobLabels(loaded.spec.id, problem_id, problem.kind if problem is not None else "unknown")
 
 
 class Heartbeat:

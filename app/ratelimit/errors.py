@@ -1,0 +1,31 @@
+"""429 as a domain error, and its handler: the project's error shape plus a Retry-After header."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from app.errors import DomainError
+from app.metrics.registry import RATE_LIMITED
+
+
+class RateLimited(DomainError):
+    status_code = 429
+
+    def __init__(self, limit: str, *, allowed: int, window_s: int, retry_after_s: int) -> None:
+        super().__init__(
+            f"rate limit {limit!r} reached: at most {allowed} per {window_s} s; retry in {retry_after_s} s"
+        )
+        self.limit, self.retry_after_s = limit, retry_after_s
+
+
+def install_handler(app: FastAPI) -> None:
+    """Registered for the subclass, so it wins over the general DomainError handler for 429s only."""
+
+    @app.exception_handler(RateLimited)
+    async def rate_limited(request: Request, exc: RateLimited) -> JSONResponse:
+        RATE_LIMITED.labels(limit=exc.limit).inc()
+        detail = {"loc": ["limit", exc.limit], "msg": exc.message, "type": "rate_limited"}
+        return JSONResponse(
+            status_code=429, content={"detail": [detail]}, headers={"Retry-After": str(exc.retry_after_s)}
+        )

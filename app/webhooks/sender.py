@@ -1,0 +1,218 @@
+"""The delivery job: a worker thread that sends due deliveries, signed per Standard Webhooks, and schedules retries.
+
+Never run in a request handler. Every process that grades (the embedded pool of `serve`, `autograder worker`) runs
+one sender; a delivery is claimed with a conditional UPDATE, so several senders never send one attempt twice.
+
+- 2xx: delivered. 410 Gone: the endpoint is disabled (the receiver asked us to stop).
+- Anything else (or no answer within the timeout): retried after the next delay of the schedule with +-20 %
+  jitter, or after the receiver's Retry-After when it sent one; after the last delay the delivery is failed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+
+import httpx
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+from standardwebhooks.webhooks import Webhook
+
+from app.config import Settings
+from app.db import session_scope, utcnow
+from app.errors import DomainError
+from app.metrics.registry import WEBHOOK_DELIVERIES
+from app.problemsets.service import loaded_version
+from app.submissions.models import Submission
+from app.submissions.presenter import submission_public
+from app.users.models import ApiToken, User
+from app.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from app.webhooks.targets import check_target
+
+log = logging.getLogger(__name__)
+_Outcome = tuple[int | None, str | None, float | None, float]
+CLAIM_S = 120  # a claimed attempt is not retried by another sender before this (timeout + margin)
+MAX_RETRY_AFTER_S = 86400
+
+
+class WebhookSender:
+    def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
+        self.settings, self.session_factory = settings, session_factory
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._http = httpx.Client(timeout=settings.webhook_timeout_s, follow_redirects=False)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="webhook-sender", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(self.settings.webhook_timeout_s + 5)
+        self._http.close()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                sent = self.run_once()
+            except Exception:
+                log.exception("webhook sender failed; trying again")
+                sent = 0
+            if not sent:
+                self._stop.wait(self.settings.webhook_poll_s)
+
+    def run_once(self, limit: int = 20) -> int:
+        """Send the due deliveries this sender can claim; returns how many attempts it made."""
+        with self.session_factory() as session:
+            due = list(
+                session.scalars(
+                    select(WebhookDelivery.id)
+                    .where(WebhookDelivery.status == "pending", WebhookDelivery.next_attempt_at <= utcnow())
+                    .order_by(WebhookDelivery.next_attempt_at)
+                    .limit(limit)
+                )
+            )
+        made = 0
+        for delivery_id in due:
+            if self._claim(delivery_id):
+                self._attempt(delivery_id)
+                made += 1
+        return made
+
+    def _claim(self, delivery_id: int) -> bool:
+        now = utcnow()
+        with session_scope(self.session_factory) as session:
+            result = session.execute(
+                update(WebhookDelivery)
+                .where(
+                    WebhookDelivery.id == delivery_id,
+                    WebhookDelivery.status == "pending",
+                    WebhookDelivery.next_attempt_at <= now,
+                )
+                .values(next_attempt_at=now + timedelta(seconds=CLAIM_S))
+            )
+            return bool(getattr(result, "rowcount", 0) == 1)
+
+    def _attempt(self, delivery_id: int) -> None:
+        with session_scope(self.session_factory) as session:
+            delivery = session.get(WebhookDelivery, delivery_id)
+            assert delivery is not None
+            endpoint = session.get(WebhookEndpoint, delivery.endpoint_id)
+            assert endpoint is not None
+            if not endpoint.is_active:
+                delivery.status = "abandoned"
+                return
+            if delivery.body is None:  # built once: every retry sends the same bytes
+                delivery.body = self._body(session, delivery, endpoint)
+            url, secret, body, message_id = endpoint.url, endpoint.secret, delivery.body, delivery.message_id
+            attempt = delivery.attempts + 1
+        status_code, error, retry_after, latency_ms = self._send(url, secret, message_id, body)
+        self._record(delivery_id, attempt, status_code, error, retry_after, latency_ms)
+
+    def _body(self, session: Session, delivery: WebhookDelivery, endpoint: WebhookEndpoint) -> str:
+        data: dict[str, object]
+        if delivery.submission_id is None:
+            data = {"endpoint_id": endpoint.id, "message": "test ping"}
+        else:
+            sub = session.get(Submission, delivery.submission_id)
+            assert sub is not None
+            token = session.get(ApiToken, endpoint.token_id) if endpoint.token_id else None
+            # What the submitter sees through GET /submissions/{id}: staff views only for an instructor's token with
+            # the instructor scope (a session-registered endpoint of an instructor acts as the instructor).
+            scopes = set(token.scopes) if token is not None else {"instructor"}
+            owner = session.get(User, sub.user_id)
+            staff = owner is not None and owner.is_staff and "instructor" in scopes
+            try:
+                loaded = loaded_version(self.settings, sub.problem_set_version)
+                data = json.loads(submission_public(sub, loaded, viewer_is_staff=staff).model_dump_json())
+            except Exception as exc:
+                # The set version cannot be read (what made grading fail, often): the error event still goes out.
+                log.warning("webhook body of submission %s without its view: %s", sub.id, type(exc).__name__)
+                data = {"id": sub.id, "status": sub.status, "problem": sub.problem_id, "attempt": sub.attempt,
+                        "user_id": sub.user_id, "status_url": f"/api/v1/submissions/{sub.id}"}  # fmt: skip
+        envelope = {"type": delivery.event_type, "timestamp": utcnow().isoformat(), "data": data}
+        return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+
+    def _send(self, url: str, secret: str, message_id: str, body: str) -> _Outcome:
+        """One signed POST: (status code or None, error or None, Retry-After seconds or None, latency in ms)."""
+        start = time.perf_counter()
+        try:
+            # Again at every attempt: the name may resolve elsewhere now than at registration.
+            check_target(url, allow_private=self.settings.webhook_allow_private)
+            now = datetime.now(UTC)
+            signature = Webhook(secret).sign(message_id, now, body)
+            headers = {
+                "content-type": "application/json",
+                "webhook-id": message_id,
+                "webhook-timestamp": str(int(now.timestamp())),
+                "webhook-signature": signature,
+                "user-agent": "autograder-webhooks/1",
+            }
+            resp = self._http.post(url, content=body.encode(), headers=headers)
+        except DomainError as exc:
+            return None, exc.message[:300], None, 0.0
+        except httpx.HTTPError as exc:
+            return None, f"{type(exc).__name__}: {exc}"[:300], None, (time.perf_counter() - start) * 1000
+        latency_ms = (time.perf_counter() - start) * 1000
+        return resp.status_code, None, _retry_after(resp.headers.get("retry-after")), latency_ms
+
+    def _record(
+        self, delivery_id: int, attempt: int, status_code: int | None, error: str | None,
+        retry_after: float | None, latency_ms: float,
+    ) -> None:  # fmt: skip
+        with session_scope(self.session_factory) as session:
+            delivery = session.get(WebhookDelivery, delivery_id)
+            assert delivery is not None
+            endpoint = session.get(WebhookEndpoint, delivery.endpoint_id)
+            assert endpoint is not None
+            session.add(
+                WebhookAttempt(
+                    delivery_id=delivery_id, attempt=attempt, status_code=status_code,
+                    latency_ms=round(latency_ms, 2), error=error,
+                )
+            )  # fmt: skip
+            delivery.attempts = attempt
+            if status_code is not None and 200 <= status_code < 300:
+                delivery.status, delivery.delivered_at, delivery.next_attempt_at = "succeeded", utcnow(), None
+                outcome = "succeeded"
+            elif status_code == 410:
+                delivery.status, delivery.next_attempt_at = "abandoned", None
+                endpoint.is_active, endpoint.disabled_reason = False, "the receiver answered 410 Gone"
+                outcome = "disabled"
+            elif attempt > len(self.settings.webhook_retry_delays_s):
+                delivery.status, delivery.next_attempt_at = "failed", None
+                outcome = "failed"
+            else:
+                delay = self.settings.webhook_retry_delays_s[attempt - 1] * random.uniform(0.8, 1.2)  # noqa: S311 (jitter)
+                if retry_after is not None:
+                    delay = min(max(retry_after, 0.0), MAX_RETRY_AFTER_S)
+                delivery.next_attempt_at = utcnow() + timedelta(seconds=delay)
+                outcome = "retrying"
+        WEBHOOK_DELIVERIES.labels(outcome=outcome).inc()
+        log.info(
+            "webhook delivery %s attempt %s: %s", delivery_id, attempt, outcome,
+            extra={"fields": {"event": "webhook_attempt", "delivery_id": delivery_id, "attempt": attempt,
+                              "status": status_code, "outcome": outcome, "duration_ms": round(latency_ms, 2)}},
+        )  # fmt: skip
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After as seconds, or as an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())

@@ -1,0 +1,126 @@
+"""Webhook endpoints and events: register (secret shown once), list, delete, queue deliveries, ping, redeliver.
+
+Events are queued as delivery rows in the same transaction that writes what they announce (a grade, an error), so
+a committed grade always has its deliveries and a rolled-back one never does. The sender (sender.py) sends them.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import uuid
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.db import utcnow
+from app.errors import Invalid, NotFound
+from app.users.models import ApiToken, User
+from app.webhooks.models import WebhookDelivery, WebhookEndpoint
+from app.webhooks.targets import check_target
+
+EVENTS = ("submission.graded", "submission.error", "submission.regraded", "grade.manual_updated")
+PING = "webhook.ping"
+MAX_ENDPOINTS_PER_USER = 20
+
+
+def new_secret() -> str:
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def new_message_id() -> str:
+    return "msg_" + uuid.uuid4().hex
+
+
+def create_endpoint(
+    session: Session, *, settings: Settings, user: User, token_id: int | None, url: str, events: list[str]
+) -> WebhookEndpoint:
+    """Register an endpoint; its secret is on the returned row, for the response that shows it once."""
+    unknown = sorted(set(events) - set(EVENTS))
+    if unknown or not events:
+        raise Invalid(f"unknown or no events {unknown}; expected some of {list(EVENTS)}", field="events")
+    check_target(url, allow_private=settings.webhook_allow_private)
+    count = len(list_endpoints(session, user=user))
+    if count >= MAX_ENDPOINTS_PER_USER:
+        raise Invalid(f"at most {MAX_ENDPOINTS_PER_USER} webhook endpoints per user", field="url")
+    endpoint = WebhookEndpoint(
+        user_id=user.id, token_id=token_id, url=url, secret=new_secret(), events=sorted(set(events)), is_active=True
+    )
+    session.add(endpoint)
+    session.flush()
+    return endpoint
+
+
+def list_endpoints(session: Session, *, user: User) -> list[WebhookEndpoint]:
+    return list(session.scalars(select(WebhookEndpoint).where(WebhookEndpoint.user_id == user.id)))
+
+
+def get_endpoint(session: Session, *, user: User, endpoint_id: int) -> WebhookEndpoint:
+    endpoint = session.get(WebhookEndpoint, endpoint_id)
+    if endpoint is None or endpoint.user_id != user.id:  # someone else's endpoint is a 404, not a 403
+        raise NotFound(f"no webhook endpoint {endpoint_id}", field="endpoint_id")
+    return endpoint
+
+
+def deliveries(session: Session, *, endpoint: WebhookEndpoint, limit: int = 100) -> list[WebhookDelivery]:
+    stmt = (
+        select(WebhookDelivery)
+        .where(WebhookDelivery.endpoint_id == endpoint.id)
+        .order_by(WebhookDelivery.id.desc())
+        .limit(limit)
+    )
+    return list(session.scalars(stmt))
+
+
+def enqueue_event(session: Session, *, user_id: int, event_type: str, submission_id: int) -> int:
+    """Queue one delivery per active endpoint of the submitter that takes this event; returns how many."""
+    rows = session.execute(
+        select(WebhookEndpoint, ApiToken.revoked_at)
+        .outerjoin(ApiToken, ApiToken.id == WebhookEndpoint.token_id)
+        .where(WebhookEndpoint.user_id == user_id, WebhookEndpoint.is_active.is_(True))
+    ).all()
+    queued = 0
+    for endpoint, revoked_at in rows:
+        if revoked_at is not None or event_type not in endpoint.events:
+            continue
+        session.add(
+            WebhookDelivery(
+                endpoint_id=endpoint.id,
+                message_id=new_message_id(),
+                event_type=event_type,
+                submission_id=submission_id,
+                status="pending",
+                attempts=0,
+                next_attempt_at=utcnow(),
+            )
+        )
+        queued += 1
+    return queued
+
+
+def ping(session: Session, *, endpoint: WebhookEndpoint) -> WebhookDelivery:
+    """Queue a test event for one endpoint (whatever its event list)."""
+    delivery = WebhookDelivery(
+        endpoint_id=endpoint.id, message_id=new_message_id(), event_type=PING, status="pending", attempts=0,
+        next_attempt_at=utcnow(),
+    )  # fmt: skip
+    session.add(delivery)
+    session.flush()
+    return delivery
+
+
+def redeliver(session: Session, *, endpoint: WebhookEndpoint, delivery_id: int) -> WebhookDelivery:
+    """Send a past delivery again, as a new delivery with the same webhook-id and body (the receiver may dedupe)."""
+    old = session.get(WebhookDelivery, delivery_id)
+    if old is None or old.endpoint_id != endpoint.id:
+        raise NotFound(f"no delivery {delivery_id} for this endpoint", field="delivery_id")
+    if not endpoint.is_active:
+        raise Invalid("this endpoint is disabled; register it again", field="endpoint_id")
+    again = WebhookDelivery(
+        endpoint_id=endpoint.id, message_id=old.message_id, event_type=old.event_type,
+        submission_id=old.submission_id, body=old.body, status="pending", attempts=0, next_attempt_at=utcnow(),
+    )  # fmt: skip
+    session.add(again)
+    session.flush()
+    return again
