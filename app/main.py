@@ -7,16 +7,14 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, FastAPI
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import Scope
 
 from app.config import Settings, get_settings
-from app.errors import DomainError
+from app.error_format import ServerErrors, install_error_handlers, install_openapi
 from app.gradebook.router import router as gradebook_router
-from app.limits import BodySizeLimit
+from app.limits import BodySizeLimit, RefuseNul
 from app.problemsets.router import router as problemsets_router
 from app.request_id import RequestIdMiddleware
 from app.submissions.events import GradeEvents, RedisRelay
@@ -83,6 +81,7 @@ def create_app(
         return settings.max_upload_bytes if is_upload else settings.max_body_bytes
 
     app.add_middleware(BodySizeLimit, limit_for=limit_for)
+    app.add_middleware(RefuseNul)
     app.add_middleware(
         SessionMiddleware,
         secret_key=settings.resolved_secret_key(),
@@ -91,9 +90,12 @@ def create_app(
         same_site="lax",
         https_only=settings.secure_cookies,
     )
+    # Inside the request id, so a 500 or a 503 carries it too (Starlette's own handler sits outside all of these).
+    app.add_middleware(ServerErrors)
     # Outermost, so every response (a refused body, a 500) carries the id.
     app.add_middleware(RequestIdMiddleware)
-    _install_error_handlers(app)
+    install_error_handlers(app)
+    install_openapi(app)
 
     api = APIRouter(prefix="/api/v1")
     api.include_router(users_router)
@@ -123,19 +125,3 @@ def _dispatcher(settings: Settings, pool: EmbeddedPool | None) -> Callable[[int]
 
         return make_enqueue(settings)
     return (lambda _id: pool.notify()) if pool is not None else (lambda _id: None)
-
-
-def _install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(DomainError)
-    async def domain_error(request: Request, exc: DomainError) -> JSONResponse:
-        detail: dict[str, Any] = {"msg": exc.message}
-        if exc.field:
-            detail["loc"] = ["body", exc.field]
-        return JSONResponse(status_code=exc.status_code, content={"detail": [detail], **exc.extra})
-
-    @app.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [
-            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()
-        ]
-        return JSONResponse(status_code=422, content={"detail": errors})
