@@ -119,7 +119,16 @@ def error_bytes(status: int, msg: str, loc: Sequence[str | int] = (), type: str 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def domain_error(request: Request, exc: DomainError) -> JSONResponse:
-        loc = [] if exc.field is None else [exc.location, exc.field] if exc.field else [exc.location]
+        location = exc.location
+        if exc.field and location == "body":  # services name a field; the request knows where it came from
+            location = (
+                "path"
+                if exc.field in request.path_params
+                else "query"
+                if exc.field in request.query_params
+                else location
+            )
+        loc = [] if exc.field is None else [location, exc.field] if exc.field else [location]
         return error_response(exc.status_code, [{"loc": loc, "msg": exc.message, "type": exc.type}], **exc.extra)
 
     @app.exception_handler(RequestValidationError)
