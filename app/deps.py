@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Annotated
 from urllib.parse import urlsplit
 
 from fastapi import Depends, Path, Query, Request
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from app.access_log import note
@@ -29,6 +31,8 @@ def get_session(request: Request) -> Iterator[Session]:
         request.state.db = session
         yield session
 
+
+log = logging.getLogger(__name__)
 
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SessionDep = Annotated[Session, Depends(get_session)]
@@ -68,7 +72,14 @@ def get_principal(request: Request) -> Principal:
     # A short session of its own: a long ?wait must not hold a pooled connection for the whole request.
     with request.app.state.session_factory() as session:
         principal = _authenticate(request, session)
-        session.commit()
+        try:
+            session.commit()  # only a token's last_used_at (to the minute), if anything
+        except OperationalError as exc:
+            # Bookkeeping: a locked or busy database must not fail a request that only reads. A request that
+            # writes meets the lock again in its own transaction and gets its 503 there.
+            session.rollback()  # expires what was loaded: read the user's columns again (a read, not blocked)
+            session.refresh(principal.user)
+            log.warning("could not record a token's last use (%s); the request goes on", exc.orig)
     note(request, user_id=principal.user.id, token_id=principal.token_id)
     return principal
 

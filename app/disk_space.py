@@ -10,7 +10,6 @@ is elsewhere; the transaction was rolled back, so nothing of the request was sto
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -19,6 +18,8 @@ from pathlib import Path
 from fastapi import FastAPI, Request, Response
 from sqlalchemy.exc import OperationalError
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.error_format import error_bytes
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_S = 60
@@ -42,7 +43,7 @@ def disk_full(exc: BaseException) -> bool:
 
 
 def insufficient_storage_body() -> bytes:
-    return json.dumps({"detail": [{"loc": [], "msg": MESSAGE, "type": "insufficient_storage"}]}).encode()
+    return error_bytes(507, MESSAGE, type="insufficient_storage")
 
 
 class DiskSpaceGuard:

@@ -1,11 +1,19 @@
-"""A pure ASGI middleware that refuses request bodies over a size limit with 413, counting what actually arrives."""
+"""Pure ASGI middleware that refuses input before the app reads it: bodies over a size limit (413, counting what
+actually arrives) and a NUL character in the path, the query string or a header (422; PostgreSQL cannot store NUL
+in text, so it is refused for every route, the same way on both backends).
+
+The bounds on parsing (JSON depth, YAML, Markdown, CSV) live in graders.input_limits.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
+from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.error_format import error_bytes
+from graders.input_limits import NUL, NUL_MESSAGE
 
 
 class BodySizeLimit:
@@ -51,12 +59,43 @@ class _TooLarge(Exception):
 
 
 async def _too_large(send: Send, limit: int) -> None:
-    body = json.dumps({"detail": [{"loc": ["body"], "msg": f"request body is larger than {limit} bytes"}]}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
+    await _send_error(send, 413, error_bytes(413, f"request body is larger than {limit} bytes", ["body"]))
+
+
+async def _send_error(send: Send, status: int, body: bytes) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+class RefuseNul:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            loc = _nul_location(scope)
+            if loc is not None:
+                await _send_error(send, 422, _nul_error(loc))
+                return
+        await self.app(scope, receive, send)
+
+
+def _nul_location(scope: Scope) -> list[str] | None:
+    if NUL in scope.get("path", ""):
+        return ["path"]
+    query = scope.get("query_string", b"")
+    if b"\x00" in query or b"%00" in query.lower():
+        for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+            if NUL in name or NUL in value:
+                return ["query", name.replace(NUL, "\\x00")]
+        return ["query"]
+    for name, value in scope.get("headers", ()):
+        if b"\x00" in value:
+            return ["header", name.decode("latin-1")]
+    return None
+
+
+def _nul_error(loc: list[str]) -> bytes:
+    what = "the path" if loc == ["path"] else (loc[-1] if len(loc) > 1 else "the query string")
+    return error_bytes(422, f"{what} {NUL_MESSAGE}", loc, type="nul_character")

@@ -7,18 +7,16 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, FastAPI
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import Scope
 
 from app import disk_space
 from app.access_log import AccessLog
 from app.config import Settings, get_settings
-from app.errors import DomainError
+from app.error_format import ServerErrors, install_error_handlers, install_openapi
 from app.gradebook.router import router as gradebook_router
-from app.limits import BodySizeLimit
+from app.limits import BodySizeLimit, RefuseNul
 from app.metrics import registry as metrics
 from app.metrics.router import router as metrics_router
 from app.problemsets.router import router as problemsets_router
@@ -109,6 +107,7 @@ def create_app(
 
     app.add_middleware(BodySizeLimit, limit_for=limit_for)
     disk_space.install(app, settings.data_dir, settings.min_free_disk_bytes)
+    app.add_middleware(RefuseNul)
     app.add_middleware(
         SessionMiddleware,
         secret_key=settings.resolved_secret_key(),
@@ -117,12 +116,16 @@ def create_app(
         same_site="lax",
         https_only=settings.secure_cookies,
     )
+    # Inside the access log and the request id, so a 500 or a 503 is logged and carries the id (Starlette's own
+    # handler sits outside all of these).
+    app.add_middleware(ServerErrors)
     # One log line per request, inside the request id so the line carries it.
     app.add_middleware(AccessLog, observers=(metrics.observe_http,))
     # Outermost, so every response (a refused body, a 500) carries the id.
     app.add_middleware(RequestIdMiddleware)
-    _install_error_handlers(app)
+    install_error_handlers(app)
     install_rate_limit_handler(app)
+    install_openapi(app)
 
     api = APIRouter(prefix="/api/v1")
     api.include_router(users_router)
@@ -163,19 +166,3 @@ def _outbox(settings: Settings, runtime: WorkerRuntime) -> BrokerOutbox:
 
     url = settings.broker_url or ""
     return BrokerOutbox(make_enqueue(settings), runtime.session_factory, lambda: broker_answers(url))
-
-
-def _install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(DomainError)
-    async def domain_error(request: Request, exc: DomainError) -> JSONResponse:
-        detail: dict[str, Any] = {"msg": exc.message}
-        if exc.field:
-            detail["loc"] = ["body", exc.field]
-        return JSONResponse(status_code=exc.status_code, content={"detail": [detail], **exc.extra})
-
-    @app.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [
-            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()
-        ]
-        return JSONResponse(status_code=422, content={"detail": errors})

@@ -7,6 +7,7 @@ from typing import Literal
 from fastapi import APIRouter, Request, Response
 
 from app.deps import InstructorUser, RowId, SessionDep
+from app.error_format import error_responses
 from app.gradebook import service
 from app.gradebook.schemas import Gradebook, ManualGradeIn, ManualGradePublic, RegradePublic, SetStats
 from app.gradebook.stats import set_stats
@@ -52,7 +53,9 @@ def regrade(submission_id: RowId, request: Request, user: InstructorUser, sessio
     return RegradePublic(id=sub.id, status=sub.status, status_url=f"/api/v1/submissions/{sub.id}")
 
 
-@router.post("/submissions/{submission_id}/manual-grade", response_model=ManualGradePublic)
+@router.post(
+    "/submissions/{submission_id}/manual-grade", response_model=ManualGradePublic, responses=error_responses(409)
+)
 def manual_grade(
     submission_id: RowId, body: ManualGradeIn, user: InstructorUser, session: SessionDep
 ) -> ManualGradePublic:

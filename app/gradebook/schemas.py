@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from app.safe_text import SafeStr
+
 
 class ProblemColumn(BaseModel):
     id: str
@@ -83,7 +85,7 @@ class AwaitingManual(BaseModel):
 
 class ManualGradeIn(BaseModel):
     manual_score: float = Field(ge=0, allow_inf_nan=False, description="at most the problem's rubric points")
-    feedback: str = Field("", max_length=20_000)
+    feedback: SafeStr = Field("", max_length=20_000)
 
 
 class ManualGradePublic(BaseModel):

@@ -8,8 +8,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.exc import StaleDataError
 
-from app.errors import Invalid, NotFound
+from app.errors import Conflict, Invalid, NotFound
 from app.gradebook.attempts import EPS, best_attempts, columns, load_attempts, students
 from app.gradebook.schemas import AwaitingManual, Gradebook, GradeCell, ProblemColumn, StudentRow
 from app.problemsets.service import get_latest
@@ -163,5 +164,14 @@ def manual_grade(
     sub.grade.manual_graded_by_id = grader.id
     sub.grade.settle_pending()
     enqueue_event(session, user_id=sub.user_id, event_type="grade.manual_updated", submission_id=sub.id)
-    session.commit()
+    try:
+        session.commit()
+    except StaleDataError as exc:
+        # A regrade finished between our read and our write and replaced the grade row: a conflict, not a 500.
+        session.rollback()
+        raise Conflict(
+            f"submission {submission_id} was regraded while this grade was saved; reload it and grade again",
+            field="submission_id",
+            location="path",
+        ) from exc
     return sub.grade, limit

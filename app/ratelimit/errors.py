@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from app.error_format import error_response
 from app.errors import DomainError
 from app.metrics.registry import RATE_LIMITED
 
@@ -26,6 +27,4 @@ def install_handler(app: FastAPI) -> None:
     async def rate_limited(request: Request, exc: RateLimited) -> JSONResponse:
         RATE_LIMITED.labels(limit=exc.limit).inc()
         detail = {"loc": ["limit", exc.limit], "msg": exc.message, "type": "rate_limited"}
-        return JSONResponse(
-            status_code=429, content={"detail": [detail]}, headers={"Retry-After": str(exc.retry_after_s)}
-        )
+        return error_response(429, [detail], {"Retry-After": str(exc.retry_after_s)})

@@ -11,12 +11,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 
 from app.errors import Invalid, UnsupportedMediaType
 from app.submissions.schemas import SubmissionCreate
+from graders.input_limits import NUL, NUL_MESSAGE, InputTooComplex, loads_json
 from graders.kinds import kind_of
 from graders.model import ProblemBase
 
@@ -37,6 +39,8 @@ def decode_source(data: bytes | str, *, name: str = "the source", field: str = "
             ) from exc
     else:
         text = data
+    if NUL in text:
+        raise Invalid(f"{name} {NUL_MESSAGE}", field=field)
     return text.removeprefix(_BOM).replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -51,13 +55,15 @@ def read_source_file(path: Path) -> str:
 def parse_answers_json(text: str, *, field: str = "answers") -> dict[str, str]:
     """A JSON object of part id -> text (a multipart ``answers`` field, the CLI's ``--answers``)."""
     try:
-        parsed = json.loads(text)
+        parsed = loads_json(text, what=field)
     except json.JSONDecodeError as exc:
         raise Invalid(f"{field} is not valid JSON: {exc.msg}", field=field) from exc
-    except RecursionError as exc:
-        raise Invalid(f"{field} is nested too deeply", field=field) from exc
+    except InputTooComplex as exc:
+        raise Invalid(str(exc), field=field) from exc
     if not isinstance(parsed, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in parsed.items()):
         raise Invalid(f'{field} must be a JSON object of strings, e.g. {{"b1": "V"}}', field=field)
+    if any(NUL in k or NUL in v for k, v in parsed.items()):
+        raise Invalid(f"{field} {NUL_MESSAGE}", field=field)
     return parsed
 
 
@@ -68,19 +74,40 @@ async def parse_api_body(request: Request) -> SubmissionCreate:
         if content_type.startswith("multipart/form-data"):
             body = await _parse_multipart(request)
         elif content_type.startswith("application/json"):
-            body = SubmissionCreate.model_validate_json(await request.body())
+            body = SubmissionCreate.model_validate(_json_body(await request.body()))
         else:
             # Also keeps cross-site "simple" requests (text/plain forms) from ever creating a submission.
-            raise UnsupportedMediaType("send application/json or multipart/form-data", field="content-type")
-    except ValidationError as exc:
-        raise Invalid(_first_error(exc), field=".".join(str(x) for x in exc.errors()[0]["loc"])) from exc
+            raise UnsupportedMediaType(
+                "send application/json or multipart/form-data", field="content-type", location="header"
+            )
+    except ValidationError as exc:  # the same 422 items FastAPI gives for the bodies it parses itself
+        raise RequestValidationError(
+            [{"loc": ("body", *e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+        ) from exc
     if body.code is not None:
         body.code = decode_source(body.code)
     return body
 
 
+def _json_body(raw: bytes) -> Any:
+    try:
+        return loads_json(raw, what="the JSON body")
+    except json.JSONDecodeError as exc:
+        raise Invalid(f"the body is not valid JSON: {exc.msg} at offset {exc.pos}", field="") from exc
+    except (InputTooComplex, UnicodeDecodeError) as exc:
+        raise Invalid(str(exc) if isinstance(exc, InputTooComplex) else "the body is not UTF-8", field="") from exc
+
+
+_MULTIPART_FIELDS = ("problem_set", "problem", "file", "answers", "source")
+
+
 async def _parse_multipart(request: Request) -> SubmissionCreate:
-    form = await request.form()
+    form = await request.form(max_fields=len(_MULTIPART_FIELDS) + 10, max_files=2)
+    for name in form:
+        if name not in _MULTIPART_FIELDS:
+            raise Invalid(f"unknown field {name[:64]!r}; expected some of {list(_MULTIPART_FIELDS)}", field=name[:64])
+        if len(form.getlist(name)) > 1:
+            raise Invalid(f"{name} was sent more than once; send it once", field=name)
     data: dict[str, Any] = {k: v for k, v in form.items() if isinstance(v, str) and k != "answers"}
     upload = form.get("file")
     if isinstance(upload, UploadFile):
@@ -89,12 +116,6 @@ async def _parse_multipart(request: Request) -> SubmissionCreate:
     if isinstance(answers, str):
         data["answers"] = parse_answers_json(answers)
     return SubmissionCreate.model_validate(data)
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(x) for x in err["loc"]) or "body"
-    return f"{where}: {err['msg']}"
 
 
 def web_form_input(form: FormData, problem: ProblemBase) -> tuple[dict[str, str] | None, str | None]:

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.access_log import note
 from app.deps import Offset, PrincipalDep, RowId, RowIdQuery, SessionDep, SettingsDep
+from app.error_format import error_responses
 from app.problemsets.service import loaded_version
 from app.submissions import service
 from app.submissions.events import SAFETY_POLL_S, GradeEvents
@@ -20,7 +21,7 @@ from app.submissions.gradescope import GradescopeResults, from_public
 from app.submissions.intake import parse_api_body
 from app.submissions.models import Source
 from app.submissions.presenter import submission_public, submission_summary
-from app.submissions.schemas import SubmissionPublic, SubmissionSummary
+from app.submissions.schemas import SubmissionCreate, SubmissionPublic, SubmissionSummary
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/submissions", tags=["submissions"])
@@ -29,14 +30,16 @@ _BODY_DOC: dict[str, Any] = {
     "requestBody": {
         "required": True,
         "content": {
-            "application/json": {"schema": {"$ref": "#/components/schemas/SubmissionCreate"}},
+            # Inline: FastAPI reads this body itself (intake), so it would not add the model to the components.
+            "application/json": {"schema": SubmissionCreate.model_json_schema()},
             "multipart/form-data": {
                 "schema": {
                     "type": "object",
                     "required": ["problem_set", "problem"],
+                    "additionalProperties": False,
                     "properties": {
-                        "problem_set": {"type": "string"},
-                        "problem": {"type": "string"},
+                        "problem_set": {"type": "string", "maxLength": 64},
+                        "problem": {"type": "string", "maxLength": 64},
                         "file": {"type": "string", "format": "binary", "description": "a .py file (code problems)"},
                         "answers": {"type": "string", "description": "JSON object: part id -> text"},
                         "source": {"type": "string", "enum": ["web", "api", "ci"]},
@@ -48,14 +51,21 @@ _BODY_DOC: dict[str, Any] = {
 }
 
 
-@router.post("", status_code=202, response_model=SubmissionPublic, openapi_extra=_BODY_DOC)
+@router.post(
+    "",
+    status_code=202,
+    response_model=SubmissionPublic,
+    openapi_extra=_BODY_DOC,
+    responses=error_responses(400, 404, 409, 415, 429),
+)
 async def create_submission(
     request: Request,
     response: Response,
     principal: PrincipalDep,
     settings: SettingsDep,
     wait: Annotated[float, Query(ge=0, description="block up to N seconds for the result (CI)")] = 0,
-    idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
+    # An empty key would be stored as "" and collide with the next empty one: refused here, like a long one.
+    idempotency_key: Annotated[str | None, Header(min_length=1, max_length=128)] = None,
 ) -> SubmissionPublic:
     """Store a submission (status queued) for a worker to grade; 202 with its status URL.
 

@@ -7,15 +7,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.safe_text import SafeStr
+from graders.input_limits import MAX_ANSWER_PARTS
+
 
 class SubmissionCreate(BaseModel):
     """Either ``answers`` (fill-in, choice, manual) or ``code`` (code problems)."""
 
     model_config = ConfigDict(extra="forbid")
-    problem_set: str = Field(max_length=64, examples=["ch9"])
-    problem: str = Field(max_length=64, examples=["q1"])
-    answers: dict[str, str] | None = Field(default=None, examples=[{"b1": "sqrt(d_k)", "b2": "V"}])
-    code: str | None = Field(default=None, description="Python source defining the problem's entrypoints")
+    problem_set: SafeStr = Field(max_length=64, examples=["ch9"])
+    problem: SafeStr = Field(max_length=64, examples=["q1"])
+    answers: dict[SafeStr, SafeStr] | None = Field(
+        default=None, max_length=MAX_ANSWER_PARTS, examples=[{"b1": "sqrt(d_k)", "b2": "V"}]
+    )
+    code: SafeStr | None = Field(default=None, description="Python source defining the problem's entrypoints")
     source: Literal["web", "api", "ci"] | None = Field(default=None, description="default: api (ci for tokens)")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from app.deps import CurrentUser, RowId, SessionDep, SessionUser
+from app.error_format import error_responses
 from app.errors import Unauthorized
 from app.users import service
 from app.users.schemas import LoginRequest, TokenCreate, TokenCreated, TokenPublic, UserPublic
@@ -12,7 +13,7 @@ from app.users.schemas import LoginRequest, TokenCreate, TokenCreated, TokenPubl
 router = APIRouter(tags=["auth"])
 
 
-@router.post("/auth/login", response_model=UserPublic)
+@router.post("/auth/login", response_model=UserPublic, responses=error_responses(401, 429))
 def login(body: LoginRequest, request: Request, session: SessionDep) -> UserPublic:
     """Check email and password; on success set the session cookie. Too many attempts get 429 with Retry-After."""
     request.app.state.limiter.login(email=body.email, address=request.client.host if request.client else "-")

@@ -6,11 +6,13 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.safe_text import SafeStr
+
 
 class LoginRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    email: str = Field(max_length=254)
-    password: str = Field(max_length=1024)
+    email: SafeStr = Field(max_length=254)
+    password: SafeStr = Field(max_length=1024)
 
 
 class UserPublic(BaseModel):
@@ -23,8 +25,8 @@ class UserPublic(BaseModel):
 
 class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(default="token", max_length=100)
-    scopes: list[str] | None = Field(default=None, description="some of submit, read, instructor, metrics")
+    name: SafeStr = Field(default="token", max_length=100)
+    scopes: list[SafeStr] | None = Field(default=None, description="some of submit, read, instructor, metrics")
     expires_at: datetime | None = Field(default=None, description="UTC when no zone is given")
 
     @field_validator("expires_at")

@@ -9,9 +9,10 @@ from fastapi import Depends, Request
 from starlette.datastructures import FormData
 
 from app.deps import SessionDep, SettingsDep
-from app.errors import DomainError, Forbidden
+from app.errors import DomainError, Forbidden, Invalid
 from app.users.models import User
 from app.users.service import cookie_user
+from graders.input_limits import NUL, NUL_MESSAGE
 
 CSRF_FIELD = "csrf_token"
 _CSRF_KEY = "csrf"
@@ -76,6 +77,9 @@ async def checked_form(request: Request) -> FormData:
         raise CsrfFailed(
             "This form has expired or did not come from this site. Go back, reload the page and try again."
         )
+    for name, value in form.multi_items():  # PostgreSQL cannot store NUL: refused here, as the API's schemas do
+        if isinstance(value, str) and NUL in value:
+            raise Invalid(f"{name[:64]} {NUL_MESSAGE}", field=name[:64])
     return form
 
 

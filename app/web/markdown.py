@@ -15,6 +15,8 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from graders.input_limits import MAX_MARKDOWN_NESTING
+
 # No DOTALL and no nested "anything" repeats: each alternative scans forward once, so a long prompt with an
 # unclosed fence or a stray $ costs linear time, not exponential backtracking.
 _PROTECTED = re.compile(
@@ -34,7 +36,8 @@ _PLACEHOLDER = re.compile(f"{_OPEN}(\\d+){_CLOSE}")
 
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+    options = {"html": False, "linkify": False, "typographer": False, "maxNesting": MAX_MARKDOWN_NESTING}
+    return MarkdownIt("commonmark", options).enable("table")
 
 
 def render_markdown(source: str, *, inline: bool = False) -> Markup:

@@ -23,6 +23,7 @@ from app.worker.claims import renew, retry_delay_s
 from graders.code.runner import CodeGraderLike
 from graders.code.verdicts import loggable
 from graders.grade import grade_submission
+from graders.input_limits import storable
 from graders.problemset.loader import LoadedSet
 from graders.results import GradeResult
 from graders.sandbox.errors import SandboxError
@@ -115,7 +116,7 @@ class GradingJob:
                         passed=check.passed,
                         score=check.score,
                         max_score=check.max_score,
-                        feedback=check.feedback,
+                        feedback=storable(check.feedback),
                         visibility=str(check.visibility),
                         duration_ms=check.duration_ms,
                     )
@@ -125,7 +126,7 @@ class GradingJob:
                 auto_score=result.score,
                 max_score=result.max_score,
                 verdict=str(result.verdict),
-                message=result.message,
+                message=storable(result.message),
                 grader_version=GRADER_VERSION,
                 late_penalty=late_penalty,
                 manual_score=manual[0],

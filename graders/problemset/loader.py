@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from graders.input_limits import MAX_PROMPT_BYTES, NUL_MESSAGE, InputTooComplex, find_nul, safe_yaml_load
 from graders.model import CodeProblem, ProblemSetSpec
 from graders.problemset.errors import ProblemSetInvalid, SetError
 
@@ -73,15 +74,21 @@ def format_loc(loc: tuple[Any, ...], data: Any) -> str:
 
 def parse_spec(raw: bytes, file: str = SET_FILE) -> ProblemSetSpec:
     try:
-        data = yaml.safe_load(raw.decode("utf-8"))
+        data = safe_yaml_load(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ProblemSetInvalid([SetError(file, "", f"not UTF-8 text: {exc}")]) from exc
+    except InputTooComplex as exc:
+        raise ProblemSetInvalid([SetError(file, "", f"refused YAML: {exc}")]) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ProblemSetInvalid([SetError(file, where, f"invalid YAML: {getattr(exc, 'problem', exc)}")]) from exc
     if not isinstance(data, dict):
         raise ProblemSetInvalid([SetError(file, "", "expected a mapping with id, title and problems")])
+    # The spec is stored as JSON: PostgreSQL refuses a NUL in it, so refuse it here, the same on both backends.
+    nul_at = find_nul(data)
+    if nul_at is not None:
+        raise ProblemSetInvalid([SetError(file, nul_at, f"text {NUL_MESSAGE}")])
     try:
         return ProblemSetSpec.model_validate(data)
     except ValidationError as exc:
@@ -113,9 +120,14 @@ def check_files(spec: ProblemSetSpec, files: dict[str, bytes]) -> list[SetError]
                 errors.append(SetError(SET_FILE, f"{where}.{key}", f"file {rel!r} not found in the set"))
                 continue
             try:
-                files[rel].decode("utf-8")
+                text = files[rel].decode("utf-8")
             except UnicodeDecodeError:
                 errors.append(SetError(rel, "", "not UTF-8 text"))
+                continue
+            if key != "checks" and len(files[rel]) > MAX_PROMPT_BYTES:
+                errors.append(SetError(rel, "", f"{len(files[rel])} bytes; a prompt is at most {MAX_PROMPT_BYTES}"))
+            elif key != "checks" and "\x00" in text:
+                errors.append(SetError(rel, "", f"a prompt {NUL_MESSAGE}"))
         if isinstance(problem, CodeProblem) and problem.gradable:
             prefix = problem.solutions_dir().rstrip("/") + "/"
             if not any(name.startswith(prefix) and name.endswith(".py") for name in files):

@@ -82,7 +82,7 @@ def test_manual_problem_awaits_grading(client, accounts, basic_set):  # type: ig
         ({"problem_set": "nope", "problem": "t1", "answers": {}}, 404, ["body", "problem_set"]),
         ({"problem_set": "basic", "problem": "q9", "answers": {}}, 422, ["body", "problem"]),
         ({"problem_set": "basic", "problem": "t1", "answers": {"b7": "x"}}, 422, ["body", "answers"]),
-        ({"problem_set": "basic", "problem": "t1", "answers": {"b1": 3}}, 422, ["body", "answers.b1"]),
+        ({"problem_set": "basic", "problem": "t1", "answers": {"b1": 3}}, 422, ["body", "answers", "b1"]),
         ({"problem_set": "basic", "problem": "t1"}, 422, ["body", "answers"]),
         ({"problem_set": "basic", "problem": "t1", "answers": {}, "extra": 1}, 422, ["body", "extra"]),
         ({"problem": "t1", "answers": {}}, 422, ["body", "problem_set"]),

@@ -90,3 +90,31 @@ def test_regrade_keeps_the_manual_score(client, accounts, basic_set):  # type: i
         time.sleep(0.02)
     assert view["manual_score"] == 2 and view["manual_feedback"] == "ok" and view["final_score"] == 2
     assert view["verdict"] == "partial"
+
+
+def test_a_manual_grade_racing_a_regrade_is_a_409_not_a_500(client, accounts, basic_set, sessions, settings):  # type: ignore[no-untyped-def]
+    # The fuzzer found it: a regrade's worker replaces the grade row between the manual grade's read and its
+    # write, whose UPDATE then matches no row (StaleDataError, a 500). Here the worker's replacement is played by
+    # a second connection that deletes the row just before the manual grade flushes.
+    import pytest
+    from sqlalchemy import delete, event
+
+    from app.errors import Conflict
+    from app.gradebook import service as gradebook
+    from app.submissions.models import Grade
+    from app.users.models import User
+
+    if not settings.resolved_database_url.startswith("postgresql"):
+        pytest.skip("on SQLite the stale snapshot is refused as a busy database (a 503) before any UPDATE")
+    sub = submit(client, accounts["alice"], "t3", {"b1": "We held the split equal."})
+    with sessions() as session:
+        instructor = session.get(User, accounts["instructor"].id)
+
+        @event.listens_for(session, "before_flush")
+        def regrade_lands(*_: object) -> None:
+            with sessions() as other:
+                other.execute(delete(Grade).where(Grade.submission_id == sub["id"]))
+                other.commit()
+
+        with pytest.raises(Conflict, match="regraded"):
+            gradebook.manual_grade(session, submission_id=sub["id"], grader=instructor, manual_score=1, feedback="")
