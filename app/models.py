@@ -1,7 +1,21 @@
 """Imports every domain's models so that Base.metadata is complete (for Alembic and tests)."""
 
+from app.courses.models import Assignment, Course, Membership, Offering, Override
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.submissions.models import CheckResultRow, Grade, Submission
 from app.users.models import ApiToken, User
 
-__all__ = ["ApiToken", "CheckResultRow", "Grade", "ProblemSet", "ProblemSetVersion", "Submission", "User"]
+__all__ = [
+    "ApiToken",
+    "Assignment",
+    "Course",
+    "Membership",
+    "Offering",
+    "Override",
+    "CheckResultRow",
+    "Grade",
+    "ProblemSet",
+    "ProblemSetVersion",
+    "Submission",
+    "User",
+]
