@@ -14,6 +14,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import Scope
 
 from app.config import Settings, get_settings
+from app.courses.router import router as courses_router
 from app.errors import DomainError
 from app.gradebook.router import router as gradebook_router
 from app.limits import BodySizeLimit
@@ -100,6 +101,7 @@ def create_app(
     api.include_router(problemsets_router)
     api.include_router(submissions_router)
     api.include_router(gradebook_router)
+    api.include_router(courses_router)
     app.include_router(api)
 
     @app.get("/healthz", tags=["ops"])

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db import Base, UTCDateTime, utcnow
+
+if TYPE_CHECKING:
+    from app.problemsets.models import ProblemSet
 
 
 class MemberRole(StrEnum):
@@ -139,6 +142,7 @@ class Assignment(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     offering: Mapped[Offering] = relationship()
+    problem_set: Mapped[ProblemSet] = relationship()
     overrides: Mapped[list[Override]] = relationship(
         back_populates="assignment", cascade="all, delete-orphan", order_by="Override.id"
     )

@@ -27,6 +27,7 @@ from app.db import Base, UTCDateTime, utcnow
 from graders.results import Verdict
 
 if TYPE_CHECKING:
+    from app.courses.models import Assignment
     from app.problemsets.models import ProblemSetVersion
 
 
@@ -79,6 +80,7 @@ class Submission(Base):
     )
     grade: Mapped[Grade | None] = relationship(back_populates="submission", cascade="all, delete-orphan")
     problem_set_version: Mapped[ProblemSetVersion] = relationship()
+    assignment: Mapped[Assignment | None] = relationship()
 
 
 class CheckResultRow(Base):

@@ -11,13 +11,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from app.deps import Offset, PrincipalDep, RowId, RowIdQuery, SessionDep, SettingsDep
+from app.deps import Offset, Principal, PrincipalDep, RowId, RowIdQuery, SessionDep, SettingsDep
 from app.problemsets.service import loaded_version
 from app.submissions import service
 from app.submissions.events import SAFETY_POLL_S, GradeEvents
 from app.submissions.intake import parse_api_body
 from app.submissions.models import Source
 from app.submissions.presenter import submission_public, submission_summary
+from app.submissions.release import SealCache, seal_for
 from app.submissions.schemas import SubmissionPublic, SubmissionSummary
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,8 @@ async def create_submission(
                 session,
                 settings=settings,
                 user=user,
-                staff=principal.is_staff,
+                access=principal.access,
+                offering_id=body.offering,
                 problem_set=body.problem_set,
                 problem_id=body.problem,
                 answers=body.answers,
@@ -96,7 +98,7 @@ def _dispatch(request: Request, sub_id: int) -> None:
         log.exception("could not dispatch submission %s; a sweeper will pick it up", sub_id)
 
 
-async def _wait_and_read(request: Request, sub_id: int, wait: float, principal: Any) -> SubmissionPublic:
+async def _wait_and_read(request: Request, sub_id: int, wait: float, principal: Principal) -> SubmissionPublic:
     """Read the submission; with ``wait``, block until its grade is written (woken by the worker, not by polling)."""
     deadline = time.monotonic() + wait
     events: GradeEvents = request.app.state.grade_events
@@ -111,23 +113,25 @@ async def _wait_and_read(request: Request, sub_id: int, wait: float, principal: 
             finished_event.clear()
 
 
-def _read(request: Request, sub_id: int, principal: Any) -> tuple[SubmissionPublic, bool]:
+def _read(request: Request, sub_id: int, principal: Principal) -> tuple[SubmissionPublic, bool]:
     settings = request.app.state.settings
     with request.app.state.session_factory() as session:
-        sub = service.get(session, submission_id=sub_id, user=principal.user, staff=principal.is_staff)
+        sub = service.get(session, submission_id=sub_id, access=principal.access)
         loaded = loaded_version(settings, sub.problem_set_version)
-        return submission_public(sub, loaded, viewer_is_staff=principal.is_staff), service.is_finished(sub)
+        seal = seal_for(session, sub, principal.access, loaded.spec)
+        return submission_public(sub, loaded, seal=seal), service.is_finished(sub)
 
 
 @router.get("/{submission_id}", response_model=SubmissionPublic)
 def get_submission(
     submission_id: RowId, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
 ) -> SubmissionPublic:
-    """A submission: status, score, and per-check results filtered by visibility. Others' submissions are 404."""
+    """A submission: status, and what the assignment's release policy shows now (score, per-check results and
+    feedback, explanation, answer key). Others' submissions are 404, except to staff of its offering."""
     principal.require("read")
-    sub = service.get(session, submission_id=submission_id, user=principal.user, staff=principal.is_staff)
+    sub = service.get(session, submission_id=submission_id, access=principal.access)
     loaded = loaded_version(settings, sub.problem_set_version)
-    return submission_public(sub, loaded, viewer_is_staff=principal.is_staff)
+    return submission_public(sub, loaded, seal=seal_for(session, sub, principal.access, loaded.spec))
 
 
 @router.get("", response_model=list[SubmissionSummary])
@@ -137,19 +141,22 @@ def list_submissions(
     problem_set: str | None = None,
     problem: str | None = None,
     user_id: RowIdQuery = None,
+    offering: RowIdQuery = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Offset = 0,
 ) -> list[SubmissionSummary]:
-    """Students see their own submissions; instructors see everyone's (filter with user_id)."""
+    """Your own submissions in your offerings, and everyone's in the offerings you teach (filter with user_id,
+    offering)."""
     principal.require("read")
     rows = service.list_for(
         session,
-        user=principal.user,
+        access=principal.access,
         problem_set=problem_set,
         problem_id=problem,
         user_id=user_id,
+        offering_id=offering,
         limit=limit,
         offset=offset,
-        staff=principal.is_staff,
     )
-    return [submission_summary(s, viewer_is_staff=principal.is_staff) for s in rows]
+    seals = SealCache(session, principal.access)
+    return [submission_summary(s, seal=seals(s)) for s in rows]

@@ -48,6 +48,8 @@ templates.env.filters["score"] = _score
 
 def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     context.setdefault("user", getattr(request.state, "user", None))
+    # Staff of some offering (or an admin): the navigation shows the instructor pages (set by web.deps).
+    context.setdefault("staff", getattr(request.state, "staff", False))
     context["csrf_field"] = CSRF_FIELD
     context["csrf_token"] = csrf_token(request)
     return templates.TemplateResponse(request, template, context, status_code=status_code)
