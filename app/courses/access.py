@@ -78,3 +78,9 @@ def access_for(session: Session, user: User, *, staff_scope: bool = True, only_o
         only=only_offering,
         ta_can_override=frozenset(oid for oid, o in offerings.items() if o.ta_can_override),
     )
+
+
+def operator_access(session: Session) -> Access:
+    """The command line runs on the server with the database's credentials: it acts as an admin."""
+    ids = list(session.scalars(select(Offering.id)))
+    return Access(user_id=0, is_admin=True, roles=dict.fromkeys(ids, MemberRole.INSTRUCTOR))
