@@ -63,8 +63,8 @@ def submit(
         typed = {k.removeprefix(ANSWER_PREFIX): form.getlist(k) for k in form if k.startswith(ANSWER_PREFIX)}
         code = form.get("code")
         context = page_context.set_page(session, settings, user=user, slug=slug, offering_id=_offering_field(form))
-        return render(request, "set.html", exc.status_code, math=True, error_problem=problem_id, error=exc.message, typed=typed,
-                      typed_code=code if isinstance(code, str) else "", **context)  # fmt: skip
+        return render(request, "set.html", exc.status_code, math=True, error_problem=problem_id, error=exc.message,
+                      typed=typed, typed_code=code if isinstance(code, str) else "", **context)  # fmt: skip
     request.app.state.dispatch(sub_id)
     return RedirectResponse(f"/submissions/{sub_id}", status_code=303)
 
