@@ -75,11 +75,11 @@ class Policy:
     def released(self, what: str, *, now: datetime, attempts_used: int, full_marks: bool) -> bool:
         """Whether ``what`` (scores, feedback, explanation, answer_key) is shown to the student now.
 
-        An explanation may state the answers, so it opens only once the answer key is released as well.
+        An explanation may state the answers, so it opens only once the answer key is released as well; check
+        feedback says whether a check passed ("correct"), so it opens only once the scores do.
         """
-        if what == "explanation" and not self.released(
-            "answer_key", now=now, attempts_used=attempts_used, full_marks=full_marks
-        ):
+        needs = {"explanation": "answer_key", "feedback": "scores"}.get(what)
+        if needs and not self.released(needs, now=now, attempts_used=attempts_used, full_marks=full_marks):
             return False
         when = self.release[what]
         if when == Release.IMMEDIATELY:
