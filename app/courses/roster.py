@@ -11,11 +11,13 @@ import csv
 import io
 from dataclasses import dataclass, field
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.courses import service
 from app.courses.models import MemberRole, Membership, MemberSource, MemberStatus, Offering
 from app.errors import Invalid
+from app.users.models import User
 
 COLUMNS = ("email", "name", "section", "role", "student_id")
 MAX_ROWS = 20_000
@@ -145,19 +147,28 @@ def _status_after(member: Membership) -> str:
 
 
 def apply(session: Session, offering: Offering, result: RosterDiff) -> None:
-    """Write the diff; the caller commits once (one transaction)."""
+    """Write the diff; the caller commits once (one transaction). Accounts are looked up in one query and the new
+    rows flushed together (an enrol per row took over a minute for 5 000 rows on SQLite)."""
+    emails = [row.email for row in result.added]
+    accounts = {r.email: r.id for r in session.execute(select(User.email, User.id).where(User.email.in_(emails)))}
     for row in result.added:
-        service.enroll(
-            session,
-            offering=offering,
-            email=row.email,
-            role=row.role,
-            source=MemberSource.CSV,
-            section=row.section,
-            name=row.name,
-            student_id=row.student_id,
+        user_id = accounts.get(row.email)
+        status = MemberStatus.ACTIVE if user_id is not None else MemberStatus.INVITED
+        session.add(
+            Membership(
+                offering_id=offering.id,
+                email=row.email,
+                user_id=user_id,
+                role=row.role,
+                status=status,
+                source=MemberSource.CSV,
+                section=row.section,
+                name=row.name,
+                student_id=row.student_id,
+            )
         )
-    current = {m.email: m for m in service.members(session, offering)}
+    # The diff's rows for the changed ones (loaded once, only when there are any).
+    current = {m.email: m for m in service.members(session, offering)} if result.changed else {}
     for row, changes in result.changed:
         member = current[row.email]
         for key, (_, new) in changes.items():
