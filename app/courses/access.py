@@ -60,9 +60,10 @@ class Access:
 
 def access_for(session: Session, user: User, *, staff_scope: bool = True, only_offering: int | None = None) -> Access:
     """Build the caller's Access. Admins are instructors of every offering."""
-    offerings = {o.id: o for o in session.scalars(select(Offering))}
+    # Two narrow queries per request: (id, ta flag) of every offering, and the user's active memberships.
+    ta_flags = {r.id: r.ta_can_override for r in session.execute(select(Offering.id, Offering.ta_can_override))}
     if user.is_admin:
-        roles = dict.fromkeys(offerings, MemberRole.INSTRUCTOR)
+        roles = dict.fromkeys(ta_flags, MemberRole.INSTRUCTOR)
     else:
         rows = session.execute(
             select(Membership.offering_id, Membership.role).where(
@@ -76,7 +77,7 @@ def access_for(session: Session, user: User, *, staff_scope: bool = True, only_o
         roles=roles,
         staff_scope=staff_scope,
         only=only_offering,
-        ta_can_override=frozenset(oid for oid, o in offerings.items() if o.ta_can_override),
+        ta_can_override=frozenset(oid for oid, flag in ta_flags.items() if flag),
     )
 
 

@@ -149,3 +149,20 @@ def test_a_token_narrowed_to_one_offering_reaches_nothing_else(client: TestClien
     # And nobody narrows a token to an offering they are not in.
     bad = client.post("/api/v1/tokens", json={"name": "x", "offering": 999})
     assert bad.status_code == 422
+
+
+def test_tas_give_overrides_only_where_the_instructor_allows_it(client: TestClient, world: World) -> None:
+    ta = world.people["a:ta"].headers
+    url = f"/api/v1/assignments/{world.assignment_a}/overrides"
+    body = {"email": "bob@example.com", "extra_attempts": 2}
+    assert client.post(url, json=body, headers=ta).status_code == 403
+    allow = client.patch(
+        f"/api/v1/offerings/{world.a}", json={"ta_can_override": True}, headers=world.people["a:instructor"].headers
+    )
+    assert allow.status_code == 200 and allow.json()["ta_can_override"] is True
+    assert client.post(url, json=body, headers=ta).status_code == 201
+    # Still no date changes for a TA.
+    assert (
+        client.patch(f"/api/v1/assignments/{world.assignment_a}", json={"max_attempts": 9}, headers=ta).status_code
+        == 403
+    )
