@@ -39,6 +39,8 @@ class RosterDiff:
     changed: list[tuple[RosterRow, dict[str, tuple[str, str]]]] = field(default_factory=list)  # field: (old, new)
     unchanged: int = 0
     to_drop: list[Membership] = field(default_factory=list)
+    # Sections no member has yet: often a typo ("S01" for "S1"); shown in the preview, not refused.
+    new_sections: list[str] = field(default_factory=list)
 
 
 class RosterInvalid(Invalid):
@@ -108,7 +110,8 @@ def parse(data: bytes) -> list[RosterRow]:
 
 def diff(session: Session, offering: Offering, rows: list[RosterRow], *, drop_missing: bool) -> RosterDiff:
     current = {m.email: m for m in service.members(session, offering)}
-    out = RosterDiff()
+    known = {m.section for m in current.values() if m.section}
+    out = RosterDiff(new_sections=sorted({r.section for r in rows if r.section} - known))
     for row in rows:
         member = current.get(row.email)
         if member is None:

@@ -228,6 +228,7 @@ async def import_roster(
         ],
         unchanged=result.unchanged,
         dropped=[m.email for m in result.to_drop],
+        new_sections=result.new_sections,
     )
     if apply:
         roster.apply(session, offering, result)

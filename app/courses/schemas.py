@@ -130,6 +130,7 @@ class RosterPreview(BaseModel):
     changed: list[RosterChange]
     unchanged: int
     dropped: list[str] = Field(description="students not in the file marked dropped (drop mode; never staff)")
+    new_sections: list[str] = Field(description="sections no member had before: check them for typos")
 
 
 class Policy(BaseModel):

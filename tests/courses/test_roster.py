@@ -42,6 +42,7 @@ def test_preview_then_apply_with_a_bom_role_change_and_a_pending_email(client, w
     changes = {c["email"]: c["changes"] for c in body["changed"]}
     assert changes["ta-b@example.com"]["role"] == ["ta", "instructor"]
     assert changes["student-b@example.com"]["section"] == ["", "S1"]
+    assert body["new_sections"] == ["S1", "S2"]  # unknown sections are flagged in the preview
     assert _members(client, world) == before  # a preview writes nothing
 
     applied = _import(client, world, data, apply="true").json()
