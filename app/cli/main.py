@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import accounts, problems
+from app.cli import accounts, backups, problems
 from app.cli.common import migrated_sessions, settings_or_exit
 from app.cli.courses import assignments_app, courses_app, offerings_app, overrides_app, roster_app
 from app.cli.doctor import doctor
@@ -16,11 +16,13 @@ from app.cli.grade import grade
 from app.cli.submit import submit
 
 app = typer.Typer(help="Autograding for course exercises.", no_args_is_help=True, add_completion=False)
-db = typer.Typer(help="Database migrations.", no_args_is_help=True)
+db = typer.Typer(help="Database migrations, backup and restore.", no_args_is_help=True)
 app.add_typer(db, name="db")
 app.add_typer(problems.app, name="problems")
 app.add_typer(accounts.users, name="users")
 app.add_typer(accounts.tokens, name="tokens")
+db.command("backup")(backups.backup)
+db.command("restore")(backups.restore)
 app.add_typer(courses_app, name="courses")
 app.add_typer(offerings_app, name="offerings")
 app.add_typer(roster_app, name="roster")
