@@ -1,4 +1,4 @@
-"""FastAPI dependencies as Annotated aliases: SessionDep, SettingsDep, CurrentUser, InstructorUser."""
+"""FastAPI dependencies as Annotated aliases: SessionDep, SettingsDep, PrincipalDep, CurrentUser, InstructorUser."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.access_log import note
 from app.config import Settings
+from app.courses.access import Access, access_for
 from app.db import session_scope
 from app.errors import Forbidden, Unauthorized
 from app.users.models import User
@@ -46,19 +47,17 @@ Offset = Annotated[int, Query(ge=0, le=MAX_ROW_ID)]
 
 
 class Principal:
-    """Who is calling, and with which scopes (a session cookie carries every scope of the user's role).
+    """Who is calling, with which scopes, and their roles per offering (``access``; app.courses.permissions).
 
-    ``user`` is detached from any session: its columns are loaded, nothing else is.
+    A session cookie carries every scope; a token its own, and may be narrowed to one offering. ``user`` is
+    detached from any session: its columns are loaded, nothing else is.
     """
 
-    def __init__(self, user: User, scopes: set[str], via_token: bool, token_id: int | None = None) -> None:
-        self.user, self.scopes, self.via_token = user, scopes, via_token
+    def __init__(
+        self, user: User, scopes: set[str], via_token: bool, access: Access, token_id: int | None = None
+    ) -> None:
+        self.user, self.scopes, self.via_token, self.access = user, scopes, via_token, access
         self.token_id = token_id  # rate limits count per token as well as per user
-
-    @property
-    def is_staff(self) -> bool:
-        """Instructor powers need an instructor account AND, for a token, the 'instructor' scope."""
-        return self.user.is_staff and "instructor" in self.scopes
 
     def require(self, scope: str) -> None:
         if scope not in self.scopes:
@@ -94,14 +93,15 @@ def _authenticate(request: Request, session: Session) -> Principal:
         if found is None:
             raise Unauthorized("invalid, expired or revoked token")
         token_user, token = found
-        return Principal(token_user, set(token.scopes), via_token=True, token_id=token.id)
+        scopes = set(token.scopes)
+        access = access_for(session, token_user, staff_scope="instructor" in scopes, only_offering=token.offering_id)
+        return Principal(token_user, scopes, via_token=True, access=access, token_id=token.id)
     user = cookie_user(session, request.session)
     if user is None:
         raise Unauthorized("log in (POST /api/v1/auth/login) or send an API token")
     if request.method in _UNSAFE:
         _check_origin(request)
-    scopes = {"submit", "read"} | ({"instructor"} if user.is_staff else set())
-    return Principal(user, scopes, via_token=False)
+    return Principal(user, {"submit", "read", "instructor"}, via_token=False, access=access_for(session, user))
 
 
 def _check_origin(request: Request) -> None:
@@ -119,9 +119,10 @@ def get_current_user(principal: PrincipalDep) -> User:
 
 
 def get_instructor(principal: PrincipalDep) -> User:
-    if not principal.user.is_staff:
-        raise Forbidden("instructors only")
+    """Staff (instructor or TA) of at least one offering, or an admin; each endpoint then checks the offering."""
     principal.require("instructor")
+    if not (principal.access.any_staff or principal.user.is_admin):
+        raise Forbidden("instructors only")
     return principal.user
 
 

@@ -131,7 +131,11 @@ def install_error_handlers(app: FastAPI) -> None:
                 else location
             )
         loc = [] if exc.field is None else [location, exc.field] if exc.field else [location]
-        return error_response(exc.status_code, [{"loc": loc, "msg": exc.message, "type": exc.type}], **exc.extra)
+        # A refusal that ends at a known time (a cooldown) says when, as HTTP clients expect to read it.
+        retry_after = getattr(exc, "retry_after", None)
+        headers = {"Retry-After": str(retry_after)} if isinstance(retry_after, int) and retry_after > 0 else None
+        item = {"loc": loc, "msg": exc.message, "type": exc.type}
+        return error_response(exc.status_code, [item], headers, **exc.extra)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

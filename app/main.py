@@ -14,6 +14,7 @@ from starlette.types import Scope
 from app import disk_space
 from app.access_log import AccessLog
 from app.config import Settings, get_settings
+from app.courses.router import router as courses_router
 from app.error_format import ServerErrors, install_error_handlers, install_openapi
 from app.gradebook.router import router as gradebook_router
 from app.limits import BodySizeLimit, RefuseNul
@@ -133,6 +134,7 @@ def create_app(
     api.include_router(submissions_router)
     api.include_router(gradebook_router)
     api.include_router(webhooks_router)
+    api.include_router(courses_router)
     app.include_router(api)
     app.include_router(metrics_router)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from graders.answers.registry import answer_kind
 from graders.code.runner import CodeGraderLike
 from graders.kinds import GradeContext, Payload, ValidateContext, kind_of
 from graders.model import ProblemBase
@@ -39,6 +40,43 @@ def grade_submission(
 def check_payload(problem: ProblemBase, *, answers: dict[str, str] | None, code: str | None) -> Payload:
     """The payload to store for a submission's input; raises PayloadInvalid naming the field that is wrong."""
     return kind_of(problem).payload(problem, answers=answers, code=code)
+
+
+def format_errors(problem: ProblemBase, payload: Payload) -> dict[str, str]:
+    """Part id -> why its answer cannot be read at all (``sqrt(d_k``, a shape with a letter, an unknown unit).
+
+    Such a submission is refused before it is stored and uses no attempt ("invalid format: not counted"). Code
+    is never checked here: a syntax error is the student's program and counts.
+    """
+    answers = payload.get("answers")
+    if not isinstance(answers, dict):
+        return {}
+    parts = getattr(problem, "parts", None) or []
+    out: dict[str, str] = {}
+    for part_id, part in zip(problem.part_ids(), parts, strict=False):
+        text = answers.get(part_id)
+        check = answer_kind(part.kind).format_error
+        if isinstance(text, str) and text.strip() and check is not None:
+            reason = check(text, part)
+            if reason is not None:
+                out[part_id] = reason
+    return out
+
+
+def answer_key(problem: ProblemBase) -> dict[str, str]:
+    """Part id -> the reference answer, as text (what a released answer key shows). Hand-scored parts have none."""
+    out: dict[str, str] = {}
+    for part_id, part in zip(problem.part_ids(), getattr(problem, "parts", None) or [], strict=False):
+        value = getattr(part, "answer", None)
+        if value is None:
+            value = getattr(part, "answer_bytes", None)
+        if value is None:
+            aliases = getattr(part, "answers", None) or []
+            value = aliases[0] if aliases else None
+        if value is not None:
+            labels = isinstance(value, list) and all(isinstance(v, str) for v in value)
+            out[part_id] = ", ".join(value) if labels else f"{value:g}" if isinstance(value, float) else str(value)
+    return out
 
 
 def validate_set(

@@ -66,7 +66,8 @@ def _truncate_postgres(url: str) -> None:
     with engine.begin() as conn:
         conn.execute(
             text(
-                'TRUNCATE check_result, grade, submission, problem_set_version, problem_set, api_token, "user", '
+                "TRUNCATE check_result, grade, submission, assignment_override, assignment, membership, offering, "
+                'course, problem_set_version, problem_set, api_token, "user", '
                 "rate_limit_counter, webhook_attempt, webhook_delivery, webhook_endpoint "
                 "RESTART IDENTITY CASCADE"
             )

@@ -1,4 +1,5 @@
-"""The `autograder` command: serve, worker, db, problems, users, tokens, grade, submit, doctor."""
+"""The `autograder` command: serve, worker, db, problems, users, tokens, courses, offerings, roster, assignments,
+overrides, grade, submit, doctor."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import typer
 from app import logs
 from app.cli import accounts, backups, problems
 from app.cli.common import migrated_sessions, settings_or_exit
+from app.cli.courses import assignments_app, courses_app, offerings_app, overrides_app, roster_app
 from app.cli.doctor import doctor
 from app.cli.grade import grade
 from app.cli.submit import submit
@@ -21,6 +23,11 @@ app.add_typer(accounts.users, name="users")
 app.add_typer(accounts.tokens, name="tokens")
 db.command("backup")(backups.backup)
 db.command("restore")(backups.restore)
+app.add_typer(courses_app, name="courses")
+app.add_typer(offerings_app, name="offerings")
+app.add_typer(roster_app, name="roster")
+app.add_typer(assignments_app, name="assignments")
+app.add_typer(overrides_app, name="overrides")
 app.command()(grade)
 app.command()(submit)
 app.command()(doctor)

@@ -26,7 +26,8 @@ def submit(
     idempotency_key: Annotated[str | None, typer.Option(help="retry-safe key (e.g. the CI run id)")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Submit to a server and wait for the grade. Exit 0 on full marks, 1 otherwise, 2 on errors."""
+    """Submit to a server and wait for the grade. Exit 0 on full marks, 1 otherwise (or while the assignment seals
+    scores), 2 on errors (a refused attempt included)."""
     if not token:
         _fail("pass --token or set AUTOGRADER_TOKEN")
     body: dict[str, Any] = {"problem_set": set_name, "problem": problem, "source": "ci"}
@@ -60,6 +61,8 @@ def submit(
     if result["status"] != "graded":
         typer.secho(f"not graded within {wait:g} s (status {result['status']}); see {url}{result['status_url']}")
         raise typer.Exit(2)
+    if result["final_score"] is None:  # the assignment releases scores later: not known to be full marks
+        raise typer.Exit(1)
     full = result["max_score"] and result["final_score"] >= result["max_score"]
     raise typer.Exit(0 if full else 1)
 
@@ -77,10 +80,14 @@ def _fail(message: str) -> Any:
 
 
 def _print(result: dict[str, Any]) -> None:
-    typer.secho(f"{result['verdict']}: {result['final_score']} / {result['max_score']}", bold=True)
+    if result["status"] == "graded" and result["final_score"] is None:
+        typer.secho(result["message"], bold=True)  # sealed by the release policy: the server sends no score
+    else:
+        typer.secho(f"{result['verdict']}: {result['final_score']} / {result['max_score']}", bold=True)
     for check in result["checks"]:
-        mark = "✓" if check["passed"] else "✗"
-        typer.echo(f"  {mark} {check['name']} [{check['category']}] {check['score']}/{check['max_score']}")
+        mark = "?" if check["passed"] is None else "✓" if check["passed"] else "✗"  # ?: sealed until released
+        score = "?" if check["score"] is None else check["score"]
+        typer.echo(f"  {mark} {check['name']} [{check['category']}] {score}/{check['max_score']}")
         if check["feedback"]:
             typer.echo(f"      {check['feedback']}")
 
@@ -92,12 +99,14 @@ def write_junit(result: dict[str, Any], path: Path) -> None:
         "testsuite",
         name=f"{result['problem_set']}.{result['problem']}",
         tests=str(len(checks)),
-        failures=str(sum(1 for c in checks if not c["passed"])),
+        failures=str(sum(1 for c in checks if c["passed"] is False)),
     )
     for check in checks:
         case = ET.SubElement(suite, "testcase", classname=result["problem"], name=check["name"])
         case.set("time", f"{check.get('duration_ms', 0) / 1000:.3f}")
-        if not check["passed"]:
+        if check["passed"] is None:  # sealed by the release policy
+            ET.SubElement(case, "skipped", message=check["feedback"])
+        elif not check["passed"]:
             failure = ET.SubElement(case, "failure", message=f"{check['score']}/{check['max_score']}")
             failure.text = check["feedback"]
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)

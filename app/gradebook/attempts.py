@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
+from app.courses.models import Assignment, Counts, MemberRole, Membership, MemberStatus
 from app.problemsets.models import ProblemSetVersion
 from app.submissions.models import Grade, Submission, round_score
-from app.users.models import Role, User
+from app.users.models import User
 
 EPS = 1e-9
 
@@ -35,10 +37,17 @@ class Column:
     rubric_points: float
 
 
-def load_attempts(session: Session, problem_set_id: int, *, user_id: int | None = None) -> list[Attempt]:
-    """Every student submission to any version of the set, oldest first; staff test runs are left out unless
-    ``user_id`` asks for one user's attempts (whatever the role)."""
-    who = User.id == user_id if user_id is not None else User.role == Role.STUDENT
+def student_ids(session: Session, offering_id: int) -> Select[int | None]:
+    """The offering's students (any status: a dropped student's scores stay in the book)."""
+    return select(Membership.user_id).where(
+        Membership.offering_id == offering_id, Membership.role == MemberRole.STUDENT, Membership.user_id.is_not(None)
+    )
+
+
+def load_attempts(session: Session, assignment: Assignment, *, user_id: int | None = None) -> list[Attempt]:
+    """Every student submission under the assignment (any version of its set), oldest first; staff test runs are
+    left out unless ``user_id`` asks for one user's attempts (whatever the role)."""
+    who = User.id == user_id if user_id is not None else User.id.in_(student_ids(session, assignment.offering_id))
     rows = session.execute(
         select(
             Submission.id,
@@ -50,10 +59,9 @@ def load_attempts(session: Session, problem_set_id: int, *, user_id: int | None 
             Grade.manual_score,
             Grade.max_score,
         )
-        .join(ProblemSetVersion, Submission.problem_set_version_id == ProblemSetVersion.id)
         .join(User, Submission.user_id == User.id)
         .outerjoin(Grade, Grade.submission_id == Submission.id)
-        .where(ProblemSetVersion.problem_set_id == problem_set_id, who)
+        .where(Submission.assignment_id == assignment.id, who)
         .order_by(Submission.id)
     ).all()
     # A grade row is written only by a successful grading, so it counts even while a regrade is queued: the
@@ -87,20 +95,30 @@ def columns(version: ProblemSetVersion, attempts: list[Attempt]) -> list[Column]
     return out
 
 
-def best_attempts(attempts: list[Attempt]) -> dict[tuple[int, str], Attempt]:
-    """(user id, problem id) -> the graded attempt with the highest final score; ties go to the earliest."""
+def best_attempts(
+    attempts: list[Attempt], counts: Callable[[str], str] = lambda problem_id: Counts.BEST
+) -> dict[tuple[int, str], Attempt]:
+    """(user id, problem id) -> the graded attempt that counts: under "best" the highest final score (ties go to
+    the earliest), under "last" the latest graded one. ``counts`` gives each problem's rule."""
     best: dict[tuple[int, str], Attempt] = {}
-    for a in attempts:
+    for a in attempts:  # oldest first
         if a.final_score is None:
             continue
         key = (a.user_id, a.problem_id)
         current = best.get(key)
-        if current is None or a.final_score > (current.final_score or 0.0) + EPS:
+        if current is None or counts(a.problem_id) == Counts.LAST or a.final_score > (current.final_score or 0.0) + EPS:
             best[key] = a
     return best
 
 
-def students(session: Session, user_ids: set[int]) -> list[User]:
-    """Active students, plus inactive ones who submitted something (their scores still count)."""
-    query = select(User).where(User.role == Role.STUDENT).order_by(User.email)
-    return [u for u in session.scalars(query) if u.is_active or u.id in user_ids]
+def students(session: Session, offering_id: int, user_ids: set[int]) -> list[User]:
+    """The offering's active students, plus dropped or inactive ones who submitted something (their scores count)."""
+    query = (
+        select(User, Membership.status)
+        .join(Membership, Membership.user_id == User.id)
+        .where(Membership.offering_id == offering_id, Membership.role == MemberRole.STUDENT)
+        .order_by(User.email)
+    )
+    return [
+        u for u, status in session.execute(query) if (u.is_active and status == MemberStatus.ACTIVE) or u.id in user_ids
+    ]

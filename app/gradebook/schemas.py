@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
 
 from app.safe_text import SafeStr
@@ -18,7 +16,8 @@ class ProblemColumn(BaseModel):
 
 class GradeCell(BaseModel):
     best_score: float | None = Field(
-        description="best final score (auto + manual, less the late penalty) over graded attempts; null if none"
+        description="the counted final score (auto + manual, less the late penalty and attempt decay) of the attempt "
+        "that counts under the assignment's policy (best or last); null if none"
     )
     max_score: float
     attempts: int = Field(description="every submission to this problem, graded or not")
@@ -30,6 +29,8 @@ class StudentRow(BaseModel):
     user_id: int
     email: str
     display_name: str
+    student_id: str = ""
+    section: str = ""
     cells: dict[str, GradeCell] = Field(description="problem id -> cell")
     total: float = Field(description="sum of best scores; a problem without a graded attempt counts 0")
     max_total: float
@@ -37,11 +38,10 @@ class StudentRow(BaseModel):
 
 class Gradebook(BaseModel):
     problem_set: str
+    offering: int
     title: str
     version: int
-    policy: Literal["best"] = Field(
-        default="best", description="each cell is the student's best attempt, not the latest"
-    )
+    policy: str = Field(default="best", description="which attempt counts: best or last (the assignment's rule)")
     problems: list[ProblemColumn]
     students: list[StudentRow]
 
@@ -70,6 +70,7 @@ class ProblemStats(BaseModel):
 
 class SetStats(BaseModel):
     problem_set: str
+    offering: int
     title: str
     version: int
     problems: list[ProblemStats]

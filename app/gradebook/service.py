@@ -5,30 +5,46 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
+from app.courses import service as courses
+from app.courses.access import Access
+from app.courses.models import Assignment
+from app.courses.permissions import Action
+from app.courses.policy import policy_for
 from app.errors import Conflict, Invalid, NotFound
 from app.gradebook.attempts import EPS, best_attempts, columns, load_attempts, students
 from app.gradebook.schemas import AwaitingManual, Gradebook, GradeCell, ProblemColumn, StudentRow
-from app.problemsets.service import get_latest
+from app.problemsets.service import spec_of
 from app.submissions.models import Grade, Status, Submission
 from app.users.models import User
 from app.webhooks.service import enqueue_event
+from graders.model import ProblemSetSpec
 
 
-def gradebook(session: Session, *, slug: str) -> Gradebook:
-    """Students × problems of a set: best final score over all attempts (any version), attempts, totals."""
-    version = get_latest(session, slug, include_hidden=True)
-    attempts = load_attempts(session, version.problem_set_id)
+def counted_rule(assignment: Assignment, spec: ProblemSetSpec) -> Callable[[str], str]:
+    """problem id -> "best" or "last", from the assignment's attempt policy."""
+    return lambda problem_id: policy_for(assignment, spec, problem_id, None).counts
+
+
+def gradebook(session: Session, *, access: Access, slug: str, offering_id: int | None = None) -> Gradebook:
+    """Students × problems of an assignment in one of the caller's offerings: the counted final score (best or
+    last attempt, any version), attempts, totals. 404 outside the caller's offerings."""
+    found = courses.resolve(session, access, slug, offering_id=offering_id, action=Action.GRADEBOOK)
+    assignment = found.assignment
+    version = courses.version_of(session, assignment)
+    attempts = load_attempts(session, assignment)
     cols = columns(version, attempts)
-    best = best_attempts(attempts)
+    best = best_attempts(attempts, counted_rule(assignment, spec_of(version)))
     counts = Counter((a.user_id, a.problem_id) for a in attempts)
     pending = Counter((a.user_id, a.problem_id) for a in attempts if a.final_score is None)
+    members = {m.user_id: m for m in courses.members(session, found.assignment.offering) if m.user_id is not None}
     rows = []
-    for user in students(session, {a.user_id for a in attempts}):
+    for user in students(session, assignment.offering_id, {a.user_id for a in attempts}):
         cells = {}
         for col in cols:
             top = best.get((user.id, col.id))
@@ -44,6 +60,8 @@ def gradebook(session: Session, *, slug: str) -> Gradebook:
                 user_id=user.id,
                 email=user.email,
                 display_name=user.display_name,
+                student_id=members[user.id].student_id if user.id in members else "",
+                section=members[user.id].section if user.id in members else "",
                 cells=cells,
                 total=round(sum(c.best_score or 0.0 for c in cells.values()), 6),
                 max_total=round(sum(col.max_score for col in cols), 6),
@@ -51,6 +69,8 @@ def gradebook(session: Session, *, slug: str) -> Gradebook:
         )
     return Gradebook(
         problem_set=slug,
+        offering=assignment.offering_id,
+        policy=assignment.counts,
         title=version.problem_set.title,
         version=version.number,
         problems=[ProblemColumn(id=c.id, title=c.title, kind=c.kind, max_score=c.max_score) for c in cols],
@@ -59,13 +79,49 @@ def gradebook(session: Session, *, slug: str) -> Gradebook:
 
 
 def to_csv(book: Gradebook) -> str:
-    """One row per student: email, display name, one column per problem (empty: no graded attempt), total."""
+    """One row per student: email, display name, student id, section, one column per problem (empty: no graded
+    attempt), total; the layout Canvas and Moodle gradebook imports map by email or student id."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(["email", "display_name", *(p.id for p in book.problems), "total"])
+    writer.writerow(["email", "display_name", "student_id", "section", *(p.id for p in book.problems), "total"])
     for row in book.students:
         scores = [_number(row.cells[p.id].best_score) for p in book.problems]
-        writer.writerow([_text(row.email), _text(row.display_name), *scores, _number(row.total)])
+        who = [csv_text(v) for v in (row.email, row.display_name, row.student_id, row.section)]
+        writer.writerow([*who, *scores, _number(row.total)])
+    return out.getvalue()
+
+
+def offering_csv(books: list[Gradebook]) -> str:
+    """One row per student of the offering: email, name, student id, section, a "set/problem" column per problem of
+    each assignment, total; a student missing from one book (no attempt there) gets empty cells."""
+    columns = [(book, p.id) for book in books for p in book.problems]
+    people: dict[int, StudentRow] = {}
+    for book in books:
+        for row in book.students:
+            people.setdefault(row.user_id, row)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(
+        ["email", "display_name", "student_id", "section", *(f"{b.problem_set}/{pid}" for b, pid in columns), "total"]
+    )
+    for user_id, person in sorted(people.items(), key=lambda kv: kv[1].email):
+        cells = []
+        total = 0.0
+        for book, pid in columns:
+            found = next((r for r in book.students if r.user_id == user_id), None)
+            score = found.cells[pid].best_score if found is not None else None
+            total += score or 0.0
+            cells.append(_number(score))
+        writer.writerow(
+            [
+                csv_text(person.email),
+                csv_text(person.display_name),
+                csv_text(person.student_id),
+                csv_text(person.section),
+                *cells,
+                _number(round(total, 6)),
+            ]
+        )
     return out.getvalue()
 
 
@@ -73,18 +129,21 @@ def _number(value: float | None) -> str:
     return "" if value is None else f"{value:.4f}".rstrip("0").rstrip(".")
 
 
-def _text(value: str) -> str:
+def csv_text(value: str) -> str:
     # Spreadsheets run a cell starting with = + - @ as a formula; a leading quote keeps names as plain text.
     return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
 
 
-def awaiting_manual(session: Session, *, slug: str) -> list[AwaitingManual]:
+def awaiting_manual(
+    session: Session, *, access: Access, slug: str, offering_id: int | None = None
+) -> list[AwaitingManual]:
     """Each student's latest graded attempt at a problem with a rubric that nobody has scored by hand yet."""
-    version = get_latest(session, slug, include_hidden=True)
-    attempts = load_attempts(session, version.problem_set_id)
+    found = courses.resolve(session, access, slug, offering_id=offering_id, action=Action.GRADE)
+    version = courses.version_of(session, found.assignment)
+    attempts = load_attempts(session, found.assignment)
     rubric = {c.id for c in columns(version, attempts) if c.rubric_points > 0}
     latest = {(a.user_id, a.problem_id): a for a in attempts if a.final_score is not None and a.problem_id in rubric}
-    emails = {u.id: u.email for u in students(session, {a.user_id for a in attempts})}
+    emails = {u.id: u.email for u in students(session, found.assignment.offering_id, {a.user_id for a in attempts})}
     return [
         AwaitingManual(
             submission_id=a.id,
@@ -107,10 +166,11 @@ class Progress:
     latest_status: str
 
 
-def progress(session: Session, *, user_id: int, problem_set_id: int) -> dict[str, Progress]:
-    """One user's standing per problem of a set (for their own pages): attempts, best score, latest attempt."""
-    attempts = load_attempts(session, problem_set_id, user_id=user_id)
-    best = best_attempts(attempts)
+def progress(session: Session, *, user_id: int, assignment: Assignment) -> dict[str, Progress]:
+    """One user's standing per problem of an assignment (for their own pages): attempts, the counted score, the
+    latest attempt. Scores here are the user's own; pages seal them per the release policy."""
+    attempts = load_attempts(session, assignment, user_id=user_id)
+    best = best_attempts(attempts, counted_rule(assignment, spec_of(courses.version_of(session, assignment))))
     out: dict[str, Progress] = {}
     for a in attempts:  # oldest first, so the last one seen per problem is the latest
         top = best.get((user_id, a.problem_id))
@@ -124,11 +184,18 @@ def progress(session: Session, *, user_id: int, problem_set_id: int) -> dict[str
     return out
 
 
-def regrade(session: Session, *, submission_id: int) -> Submission:
-    """Put a submission back in the queue; the worker replaces its checks and grade when it is done."""
-    sub = session.get(Submission, submission_id, with_for_update=True)
-    if sub is None:
+def _graded_here(session: Session, access: Access, submission_id: int, *, lock: bool = False) -> Submission:
+    """A submission the caller may grade (staff of its offering); 404 for anyone else."""
+    sub = session.get(Submission, submission_id, with_for_update=lock)
+    offering_id = sub.assignment.offering_id if sub is not None and sub.assignment else None
+    if sub is None or not (access.can(offering_id, Action.GRADE) or (offering_id is None and access.is_admin)):
         raise NotFound(f"no submission {submission_id}", field="submission_id")
+    return sub
+
+
+def regrade(session: Session, *, access: Access, submission_id: int) -> Submission:
+    """Put a submission back in the queue; the worker replaces its checks and grade when it is done."""
+    sub = _graded_here(session, access, submission_id, lock=True)
     # Clearing the claim also makes a worker still grading the old claim drop its result (it checks claimed_by).
     sub.status, sub.grading_attempts, sub.claimed_by, sub.lease_until, sub.error = Status.QUEUED, 0, None, None, None
     # Committed here, before the caller wakes a worker, so the worker finds the row queued.
@@ -145,12 +212,10 @@ def rubric_points(sub: Submission) -> float:
 
 
 def manual_grade(
-    session: Session, *, submission_id: int, grader: User, manual_score: float, feedback: str
+    session: Session, *, access: Access, submission_id: int, grader: User, manual_score: float, feedback: str
 ) -> tuple[Grade, float]:
     """Record an instructor's score and feedback; returns (grade, the rubric maximum it was checked against)."""
-    sub = session.get(Submission, submission_id)
-    if sub is None:
-        raise NotFound(f"no submission {submission_id}", field="submission_id")
+    sub = _graded_here(session, access, submission_id)
     if sub.grade is None:
         raise NotFound(
             f"submission {submission_id} has no grade yet; wait for automatic grading", field="submission_id"

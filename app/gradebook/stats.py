@@ -8,29 +8,36 @@ from collections import defaultdict
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from app.gradebook.attempts import EPS, Column, best_attempts, columns, load_attempts
+from app.courses import service as courses
+from app.courses.access import Access
+from app.courses.models import Assignment
+from app.courses.permissions import Action
+from app.gradebook.attempts import EPS, Column, best_attempts, columns, load_attempts, student_ids
 from app.gradebook.schemas import CheckStat, ProblemStats, SetStats
-from app.problemsets.models import ProblemSetVersion
-from app.problemsets.service import get_latest
+from app.gradebook.service import counted_rule
+from app.problemsets.service import spec_of
 from app.submissions.models import CheckResultRow, Submission
-from app.users.models import Role, User
 
 # Rubric rows say "awaiting manual grading" until an instructor scores the whole submission; they are not a pass rate.
 _NOT_A_CHECK = "manual"
 
 
-def set_stats(session: Session, *, slug: str) -> SetStats:
-    """Statistics for every problem of the set's latest version, over student attempts at any version."""
-    version = get_latest(session, slug, include_hidden=True)
-    attempts = load_attempts(session, version.problem_set_id)
-    best = best_attempts(attempts)
-    checks = _check_stats(session, version.problem_set_id)
+def set_stats(session: Session, *, access: Access, slug: str, offering_id: int | None = None) -> SetStats:
+    """Statistics for every problem of an assignment in one of the caller's offerings, over its students'
+    attempts at any version. 404 outside the caller's offerings."""
+    found = courses.resolve(session, access, slug, offering_id=offering_id, action=Action.GRADEBOOK)
+    assignment = found.assignment
+    version = courses.version_of(session, assignment)
+    attempts = load_attempts(session, assignment)
+    best = best_attempts(attempts, counted_rule(assignment, spec_of(version)))
+    checks = _check_stats(session, assignment)
     problems = []
     for col in columns(version, attempts):
         mine = [a for a in attempts if a.problem_id == col.id]
         scores = [a.final_score or 0.0 for (_, pid), a in best.items() if pid == col.id]
         problems.append(_problem_stats(col, len(mine), len({a.user_id for a in mine}), scores, checks[col.id]))
-    return SetStats(problem_set=slug, title=version.problem_set.title, version=version.number, problems=problems)
+    return SetStats(problem_set=slug, offering=assignment.offering_id, title=version.problem_set.title,
+                    version=version.number, problems=problems)  # fmt: skip
 
 
 def _problem_stats(
@@ -53,7 +60,7 @@ def _problem_stats(
     )
 
 
-def _check_stats(session: Session, problem_set_id: int) -> dict[str, list[CheckStat]]:
+def _check_stats(session: Session, assignment: Assignment) -> dict[str, list[CheckStat]]:
     """Problem id -> pass rate of each check over every graded student attempt (the same check across versions)."""
     rows = session.execute(
         select(
@@ -65,11 +72,9 @@ def _check_stats(session: Session, problem_set_id: int) -> dict[str, list[CheckS
             func.sum(case((CheckResultRow.passed.is_(True), 1), else_=0)).label("passed"),
         )
         .join(Submission, CheckResultRow.submission_id == Submission.id)
-        .join(ProblemSetVersion, Submission.problem_set_version_id == ProblemSetVersion.id)
-        .join(User, Submission.user_id == User.id)
         .where(
-            ProblemSetVersion.problem_set_id == problem_set_id,
-            User.role == Role.STUDENT,
+            Submission.assignment_id == assignment.id,
+            Submission.user_id.in_(student_ids(session, assignment.offering_id)),
             CheckResultRow.category != _NOT_A_CHECK,
         )
         .group_by(Submission.problem_id, CheckResultRow.name, CheckResultRow.category)

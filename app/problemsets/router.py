@@ -1,52 +1,87 @@
-"""Problem sets: list and read (student view), upload (instructors; validated before it is stored)."""
+"""Problem sets as the caller's assignments: list and read (student view), upload (staff; validated first)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, UploadFile
+from fastapi import APIRouter, Form, Query, Request, UploadFile
 from starlette.concurrency import run_in_threadpool
 
-from app.deps import InstructorUser, PrincipalDep, SessionDep, SettingsDep
+from app.courses import service as courses
+from app.courses.permissions import Action
+from app.courses.policy import policy_for
+from app.deps import MAX_ROW_ID, InstructorUser, PrincipalDep, SessionDep, SettingsDep
 from app.errors import Invalid, NotFound
 from app.problemsets import service
+from app.problemsets.models import ProblemSet
 from app.problemsets.schemas import ProblemSetSummary, ProblemSetView, ProblemView, UploadResult, VersionPublic
 from graders.grade import problem_view
 
 router = APIRouter(prefix="/problem-sets", tags=["problem sets"])
+OfferingQuery = Annotated[
+    int | None, Query(ge=1, le=MAX_ROW_ID, description="the offering, when the set is assigned in several of yours")
+]
 
 
 @router.get("", response_model=list[ProblemSetSummary])
-def list_problem_sets(principal: PrincipalDep, session: SessionDep) -> list[ProblemSetSummary]:
-    """Problem sets you can see, at their latest version."""
+def list_problem_sets(
+    principal: PrincipalDep, session: SessionDep, offering: OfferingQuery = None
+) -> list[ProblemSetSummary]:
+    """The sets assigned in your offerings: students see open ones, staff all of their offerings'."""
     principal.require("read")
-    return [
-        ProblemSetSummary(
-            id=ps.slug,
-            title=ps.title,
-            version=v.number,
-            problems=len(v.spec.get("problems", [])),
-            due_at=v.spec.get("due_at"),
+    out = []
+    for found in courses.visible_assignments(session, principal.access, offering_id=offering):
+        version = courses.version_of(session, found.assignment)
+        member = courses.member_of(session, found.assignment.offering_id, principal.user.id)
+        spec = service.spec_of(version)
+        policy = policy_for(found.assignment, spec, "", member)
+        out.append(
+            ProblemSetSummary(
+                id=found.problem_set.slug,
+                title=found.problem_set.title,
+                version=version.number,
+                problems=len(version.spec.get("problems", [])),
+                due_at=policy.due_at,
+                offering=found.assignment.offering_id,
+                assignment=found.assignment.id,
+                open_at=found.assignment.open_at,
+                max_attempts=policy.max_attempts,
+            )
         )
-        for ps, v in service.list_sets(session, include_hidden=principal.is_staff)
-    ]
+    return out
+
+
+def _view(session: SessionDep, principal: PrincipalDep, slug: str, offering: int | None) -> tuple[Any, Any, Any]:
+    found = courses.resolve(session, principal.access, slug, offering_id=offering)
+    version = courses.version_of(session, found.assignment)
+    member = courses.member_of(session, found.assignment.offering_id, principal.user.id)
+    return found, version, member
 
 
 @router.get("/{slug}", response_model=ProblemSetView, response_model_exclude_unset=True)
-def get_problem_set(slug: str, principal: PrincipalDep, session: SessionDep, settings: SettingsDep) -> dict[str, Any]:
+def get_problem_set(
+    slug: str, principal: PrincipalDep, session: SessionDep, settings: SettingsDep, offering: OfferingQuery = None
+) -> dict[str, Any]:
     """The student view of a set: prompts, parts and points; never answers, checks, solutions or mutants."""
     principal.require("read")
-    version = service.get_latest(session, slug, include_hidden=principal.is_staff)
-    return service.student_view(version, service.loaded_version(settings, version))
+    found, version, member = _view(session, principal, slug, offering)
+    loaded = service.loaded_version(settings, version)
+    due = policy_for(found.assignment, loaded.spec, "", member).due_at
+    return service.student_view(version, loaded, due_at=due)
 
 
 @router.get("/{slug}/problems/{problem_id}", response_model=ProblemView, response_model_exclude_unset=True)
 def get_problem(
-    slug: str, problem_id: str, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
+    slug: str,
+    problem_id: str,
+    principal: PrincipalDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    offering: OfferingQuery = None,
 ) -> dict[str, Any]:
     """One problem of the student view."""
     principal.require("read")
-    version = service.get_latest(session, slug, include_hidden=principal.is_staff)
+    _, version, _ = _view(session, principal, slug, offering)
     loaded = service.loaded_version(settings, version)
     problem = loaded.spec.problem(problem_id)
     if problem is None:
@@ -56,17 +91,32 @@ def get_problem(
 
 @router.post("", response_model=UploadResult, status_code=201)
 async def upload_problem_set(
-    request: Request, file: UploadFile, user: InstructorUser, settings: SettingsDep
+    request: Request,
+    file: UploadFile,
+    user: InstructorUser,
+    principal: PrincipalDep,
+    settings: SettingsDep,
+    offering: Annotated[int | None, Form(ge=1, le=MAX_ROW_ID, description="assign it in this offering")] = None,
 ) -> UploadResult:
-    """Upload a set as .zip or .tar.gz. It is validated completely (schema, files, answer cases, every reference
-    solution full marks, every mutant caught) before it is stored; an invalid set gets 422 with the report."""
+    """Upload a set as .zip or .tar.gz into one of the offerings you teach (``offering``; optional when you teach
+    one). It is validated completely (schema, files, answer cases, every reference solution full marks, every
+    mutant caught) before it is stored and assigned; an invalid set gets 422 with the report. A new version of an
+    existing set needs the right to upload in an offering that has it assigned."""
     data = await file.read(settings.max_upload_bytes + 1)
     if len(data) > settings.max_upload_bytes:
         raise Invalid(f"archive is larger than {settings.max_upload_bytes} bytes", field="file")
     grader = request.app.state.code_grader
+    access = principal.access
 
     def work() -> UploadResult:
         with request.app.state.session_factory() as session:
+            target = _upload_target(session, access, offering, user.is_admin)
+
+            def may_replace(problem_set: ProblemSet) -> bool:
+                return user.is_admin or bool(
+                    courses.offerings_with_set(session, problem_set) & access.offerings(Action.UPLOAD)
+                )
+
             version, report, created = service.upload(
                 session,
                 data=data,
@@ -74,7 +124,9 @@ async def upload_problem_set(
                 settings=settings,
                 user_id=user.id,
                 grader=grader,
+                may_replace=may_replace,
             )
+            courses.ensure_assigned(session, offering=target, problem_set=version.problem_set)
             session.commit()
             return UploadResult(
                 id=version.problem_set.slug,
@@ -82,16 +134,32 @@ async def upload_problem_set(
                 created=created,
                 content_hash=version.content_hash,
                 report=report.to_dict() if created else version.validation_report,
+                offering=target.id,
             )
 
     # Validation runs reference solutions and mutants: CPU work, kept off the event loop.
     return await run_in_threadpool(work)
 
 
+def _upload_target(session: Any, access: Any, offering: int | None, is_admin: bool) -> Any:
+    if offering is not None:
+        return courses.get_offering(session, access, offering, Action.UPLOAD)
+    mine = sorted(access.offerings(Action.UPLOAD))
+    if len(mine) == 1:
+        return courses.get_offering(session, access, mine[0], Action.UPLOAD)
+    if not mine:
+        if is_admin:  # an admin with no course yet: the default offering
+            return courses.home_offering(session)
+        raise Invalid("you teach no offering to upload into", field="offering")
+    raise Invalid(f"you teach several offerings {mine}; say which with 'offering'", field="offering")
+
+
 @router.get("/{slug}/versions", response_model=list[VersionPublic])
-def list_versions(slug: str, user: InstructorUser, session: SessionDep) -> list[VersionPublic]:
-    """Every uploaded version of a set, with its validation report (instructors)."""
-    version = service.get_latest(session, slug, include_hidden=True)
+def list_versions(
+    slug: str, user: InstructorUser, principal: PrincipalDep, session: SessionDep, offering: OfferingQuery = None
+) -> list[VersionPublic]:
+    """Every uploaded version of a set, with its validation report (staff of an offering it is assigned in)."""
+    found = courses.resolve(session, principal.access, slug, offering_id=offering, action=Action.VIEW_UNRELEASED)
     return [
         VersionPublic(
             number=v.number,
@@ -100,5 +168,5 @@ def list_versions(slug: str, user: InstructorUser, session: SessionDep) -> list[
             created_at=v.created_at,
             report=v.validation_report,
         )
-        for v in version.problem_set.versions
+        for v in found.problem_set.versions
     ]

@@ -13,7 +13,11 @@ class ProblemSetSummary(BaseModel):
     title: str
     version: int
     problems: int
-    due_at: datetime | None
+    due_at: datetime | None = Field(description="your due date (the assignment's, or your extension)")
+    offering: int = Field(description="the offering it is assigned in")
+    assignment: int
+    open_at: datetime | None
+    max_attempts: int | None = Field(description="attempts per problem (with your extra ones); null: unlimited")
 
 
 class UploadResult(BaseModel):
@@ -22,6 +26,7 @@ class UploadResult(BaseModel):
     created: bool
     content_hash: str
     report: dict[str, Any]
+    offering: int = Field(description="the offering it is assigned in")
 
 
 class VersionPublic(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +13,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.errors import Conflict, Invalid, NotFound
+from app.courses.service import default_assignment
+from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.storage import load_version
 from graders.code.runner import CodeGraderLike
 from graders.grade import problem_view, validate_set
+from graders.model import ProblemSetSpec
 from graders.problemset.archive import ArchiveLimits, pack_files, unpack_archive
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import LoadedSet, load_problem_set
@@ -53,13 +56,22 @@ def ingest(
     grader: CodeGraderLike | None,
     progress: Callable[[str], None] | None = None,
     max_grading_s: float | None = None,
+    may_replace: Callable[[ProblemSet], bool] | None = None,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
     """Validate ``loaded`` completely, then store it as a new version (or return the identical latest one).
+
+    ``may_replace`` says whether the uploader may add a version to an existing set of that id (an instructor of
+    one course must not replace another course's set); refused before anything is validated or stored.
 
     Returns:
         (version, report, created): created is False when the latest version already has this content.
     """
     problem_set = session.scalar(select(ProblemSet).where(ProblemSet.slug == loaded.spec.id))
+    if problem_set is not None and may_replace is not None and not may_replace(problem_set):
+        raise Forbidden(
+            f"a problem set {loaded.spec.id!r} already exists in a course you do not teach; change the set's id",
+            field="file",
+        )
     latest = _latest(session, problem_set.id) if problem_set else None
     if latest is not None and latest.content_hash == loaded.content_hash:
         return latest, ValidationReport(), False
@@ -112,12 +124,23 @@ def load_dir(
     progress: Callable[[str], None] | None = None,
     max_grading_s: float | None = None,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
+    """Load a set from a folder (serve's shipped sets, `autograder problems load`); it is assigned in the default
+    offering the first time, so the demo course has it."""
     loaded = load_problem_set(root)
-    return ingest(session, loaded=loaded, user_id=None, grader=grader, progress=progress, max_grading_s=max_grading_s)
+    out = ingest(session, loaded=loaded, user_id=None, grader=grader, progress=progress, max_grading_s=max_grading_s)
+    default_assignment(session, out[0].problem_set)
+    return out
 
 
 def upload(
-    session: Session, *, data: bytes, filename: str, settings: Settings, user_id: int, grader: CodeGraderLike | None
+    session: Session,
+    *,
+    data: bytes,
+    filename: str,
+    settings: Settings,
+    user_id: int,
+    grader: CodeGraderLike | None,
+    may_replace: Callable[[ProblemSet], bool] | None = None,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
     with tempfile.TemporaryDirectory(prefix="upload-") as tmp:
         try:
@@ -125,7 +148,14 @@ def upload(
         except ProblemSetInvalid as exc:
             report = ValidationReport(errors=exc.errors)
             raise ProblemSetRejected(report) from exc
-        return ingest(session, loaded=loaded, user_id=user_id, grader=grader, max_grading_s=settings.grading_lease_s)
+        return ingest(
+            session,
+            loaded=loaded,
+            user_id=user_id,
+            grader=grader,
+            max_grading_s=settings.grading_lease_s,
+            may_replace=may_replace,
+        )
 
 
 def _latest(session: Session, problem_set_id: int) -> ProblemSetVersion | None:
@@ -164,15 +194,24 @@ def loaded_version(settings: Settings, version: ProblemSetVersion) -> LoadedSet:
     return load_version(settings.data_dir, version.content_hash, lambda: version.archive)
 
 
-def student_view(version: ProblemSetVersion, loaded: LoadedSet) -> dict[str, Any]:
-    """What a student may see: prompts, part ids and kinds, points. Never answers, checks, solutions or mutants."""
+def student_view(version: ProblemSetVersion, loaded: LoadedSet, due_at: datetime | None = None) -> dict[str, Any]:
+    """What a student may see: prompts, part ids and kinds, points. Never answers, checks, solutions or mutants.
+
+    ``due_at``: the viewer's due date (their assignment's, with their override); default the set's own.
+    """
     spec = loaded.spec
+    due_at = due_at or spec.due_at
     points = version.validation_report.get("points", {})
     return {
         "id": spec.id,
         "title": spec.title,
         "description": spec.description,
         "version": version.number,
-        "due_at": spec.due_at.isoformat() if spec.due_at else None,
+        "due_at": due_at.isoformat() if due_at else None,
         "problems": [problem_view(p, loaded, points.get(p.id)) for p in spec.problems],
     }
+
+
+def spec_of(version: ProblemSetVersion) -> ProblemSetSpec:
+    """The stored spec as the model (for due dates and policies; no files needed)."""
+    return ProblemSetSpec.model_validate(version.spec)

@@ -27,6 +27,7 @@ from app.db import Base, UTCDateTime, utcnow
 from graders.results import Verdict
 
 if TYPE_CHECKING:
+    from app.courses.models import Assignment
     from app.problemsets.models import ProblemSetVersion
 
 
@@ -45,11 +46,19 @@ class Source(StrEnum):
 
 class Submission(Base):
     __tablename__ = "submission"
-    __table_args__ = (UniqueConstraint("user_id", "idempotency_key"),)
+    __table_args__ = (
+        UniqueConstraint("user_id", "idempotency_key"),
+        # Two concurrent posts never share an attempt number: the second insert fails and allocates again.
+        UniqueConstraint("user_id", "assignment_id", "problem_id", "attempt", name="uq_submission_attempt"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
     problem_set_version_id: Mapped[int] = mapped_column(ForeignKey("problem_set_version.id"), index=True)
+    # The offering's assignment it was made under (its policies and roster decide who sees it).
+    assignment_id: Mapped[int | None] = mapped_column(
+        ForeignKey("assignment.id", ondelete="CASCADE"), nullable=True, index=True
+    )
     problem_id: Mapped[str] = mapped_column(String(64))
     kind: Mapped[str] = mapped_column(String(16))  # "answers" or "code"
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
@@ -71,6 +80,7 @@ class Submission(Base):
     )
     grade: Mapped[Grade | None] = relationship(back_populates="submission", cascade="all, delete-orphan")
     problem_set_version: Mapped[ProblemSetVersion] = relationship()
+    assignment: Mapped[Assignment | None] = relationship()
 
 
 class CheckResultRow(Base):
@@ -98,14 +108,15 @@ _Sql = SQLColumnExpression[float | None]
 
 
 @overload
-def final_score_of(auto: float, manual: float | None, late_penalty: float) -> float: ...
+def final_score_of(auto: float, manual: float | None, late_penalty: float, decay: float = 0.0) -> float: ...
 @overload
-def final_score_of(auto: _Sql, manual: _Sql, late_penalty: _Sql) -> ColumnElement[float]: ...
-def final_score_of(auto: Any, manual: Any, late_penalty: Any) -> Any:
-    """The final score, on numbers or on SQL columns alike: (auto + manual) x (1 - late penalty), unrounded."""
+def final_score_of(auto: _Sql, manual: _Sql, late_penalty: _Sql, decay: _Sql) -> ColumnElement[float]: ...
+def final_score_of(auto: Any, manual: Any, late_penalty: Any, decay: Any = 0.0) -> Any:
+    """The final score, on numbers or on SQL columns alike, unrounded:
+    (auto + manual) x (1 - late penalty) x (1 - attempt decay)."""
     # No manual score yet counts 0: coalesce in SQL, where NULL would otherwise make the whole sum NULL.
     manual = func.coalesce(manual, 0.0) if isinstance(manual, ColumnOperators) else manual or 0.0
-    return (auto + manual) * (1.0 - late_penalty)
+    return (auto + manual) * (1.0 - late_penalty) * (1.0 - decay)
 
 
 def round_score(score: float) -> float:
@@ -129,19 +140,22 @@ class Grade(Base):
     manual_feedback: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Fraction taken off for lateness under the set's late policy, fixed when the submission is graded.
     late_penalty: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    # Fraction taken off for the attempt number under the assignment's decay policy, fixed the same way.
+    attempt_decay: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
 
     submission: Mapped[Submission] = relationship(back_populates="grade")
 
     @hybrid_property
     def final_score(self) -> float:
-        """Derived, never stored: automatic plus manual points, less the late penalty; also a SQL expression."""
-        return round_score(final_score_of(self.auto_score, self.manual_score, self.late_penalty))
+        """Derived, never stored: automatic plus manual points, less the late penalty and the attempt decay; also a
+        SQL expression."""
+        return round_score(final_score_of(self.auto_score, self.manual_score, self.late_penalty, self.attempt_decay))
 
     @final_score.inplace.expression
     @classmethod
     def _final_score_sql(cls) -> ColumnElement[float]:
         # The same formula for queries (the gradebook selects it); readers round the result with round_score.
-        return final_score_of(cls.auto_score, cls.manual_score, cls.late_penalty)
+        return final_score_of(cls.auto_score, cls.manual_score, cls.late_penalty, cls.attempt_decay)
 
     def settle_pending(self) -> None:
         """Once scored by hand, a pending_manual grade is no longer pending: its verdict describes the final score.

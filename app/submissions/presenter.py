@@ -1,56 +1,72 @@
-"""Turn a submission row into what its viewer may see (visibility, due dates, explanations)."""
+"""Turn a submission row into what its viewer may see: check visibility, the release policy (Seal), explanations."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from app.db import utcnow
-from app.submissions.models import Status, Submission, final_score_of, round_score
+from app.submissions.models import CheckResultRow, Status, Submission, final_score_of, round_score
+from app.submissions.release import Seal
 from app.submissions.schemas import CheckPublic, SubmissionPublic, SubmissionSummary
-from app.submissions.service import is_revealed
+from graders.grade import answer_key
 from graders.problemset.loader import LoadedSet
 
 
-def submission_public(sub: Submission, loaded: LoadedSet, *, viewer_is_staff: bool) -> SubmissionPublic:
+def is_revealed(visibility: str, *, seal: Seal, now: datetime) -> bool:
+    """Whether a check's outcome is shown: "after_due" checks stay sealed until the viewer's due date.
+
+    Feedback is student-safe by construction (checks never print hidden inputs unless marked visible), so visible
+    and hidden checks are both reported.
+    """
+    if seal.staff or visibility != "after_due":
+        return True
+    return seal.due_at is not None and now >= seal.due_at
+
+
+def _check(r: CheckResultRow, *, open_: bool, seal: Seal) -> CheckPublic:
+    if not open_:
+        return CheckPublic(
+            name=r.name,
+            category=r.category,
+            passed=None,
+            score=None,
+            max_score=r.max_score,
+            feedback="result shown after the due date",
+            visibility=r.visibility,
+            duration_ms=0.0,
+        )
+    return CheckPublic(
+        name=r.name,
+        category=r.category,
+        passed=r.passed if seal.scores else None,
+        score=r.score if seal.scores else None,
+        max_score=r.max_score,
+        feedback=r.feedback if seal.feedback else _FEEDBACK_LATER,
+        visibility=r.visibility,
+        duration_ms=r.duration_ms,
+    )
+
+
+def submission_public(sub: Submission, loaded: LoadedSet, *, seal: Seal) -> SubmissionPublic:
     spec = loaded.spec
     now = utcnow()
     checks: list[CheckPublic] = []
     sealed = 0
     for row in sub.checks:
-        if is_revealed(row.visibility, viewer_is_staff=viewer_is_staff, due_at=spec.due_at, now=now):
-            checks.append(
-                CheckPublic(
-                    name=row.name,
-                    category=row.category,
-                    passed=row.passed,
-                    score=row.score,
-                    max_score=row.max_score,
-                    feedback=row.feedback,
-                    visibility=row.visibility,
-                    duration_ms=row.duration_ms,
-                )
-            )
-        else:
-            sealed += 1
-            checks.append(
-                CheckPublic(
-                    name=row.name,
-                    category=row.category,
-                    passed=None,
-                    score=None,
-                    max_score=row.max_score,
-                    feedback="result shown after the due date",
-                    visibility=row.visibility,
-                    duration_ms=0.0,
-                )
-            )
+        open_ = is_revealed(row.visibility, seal=seal, now=now)
+        sealed += not open_
+        checks.append(_check(row, open_=open_, seal=seal))
     grade = sub.grade
     graded = sub.status == Status.GRADED and grade is not None
-    score = sum(c.score or 0.0 for c in checks) if graded else None
+    scored = graded and seal.scores
+    score = sum(c.score or 0.0 for c in checks) if scored else None
     explanation = None
-    if graded and _explanations_open(spec.show_explanations, spec.due_at, now, viewer_is_staff):
+    if graded and seal.explanation:
         text = loaded.explanation(sub.problem_id)
         explanation = {"markdown": text} if text else None
+    problem = spec.problem(sub.problem_id)
+    key = answer_key(problem) if graded and seal.answer_key and problem is not None else None
+    hidden = bool(sealed) or not seal.scores
     return SubmissionPublic(
         id=sub.id,
         status=sub.status,
@@ -59,37 +75,39 @@ def submission_public(sub: Submission, loaded: LoadedSet, *, viewer_is_staff: bo
         problem=sub.problem_id,
         version=sub.problem_set_version.number,
         attempt=sub.attempt,
+        offering=sub.assignment.offering_id if sub.assignment else None,
         source=sub.source,
         user_id=sub.user_id,
         created_at=sub.created_at,
         graded_at=sub.graded_at,
         score=round(score, 6) if score is not None else None,
         max_score=grade.max_score if graded and grade else None,
-        manual_score=grade.manual_score if grade else None,
-        manual_feedback=grade.manual_feedback if grade else None,
+        manual_score=grade.manual_score if grade and seal.scores else None,
+        manual_feedback=grade.manual_feedback if grade and seal.feedback else None,
         # From the visible score, not grade.final_score: sealed checks must not show through the total.
         final_score=(
-            round_score(final_score_of(score or 0.0, grade.manual_score, grade.late_penalty))
-            if graded and grade
+            round_score(final_score_of(score or 0.0, grade.manual_score, grade.late_penalty, grade.attempt_decay))
+            if scored and grade
             else None
         ),
         late_penalty=grade.late_penalty if graded and grade else 0.0,
+        attempt_decay=grade.attempt_decay if graded and grade else 0.0,
         # While results are sealed the verdict would give them away (all visible checks pass, verdict "partial").
-        verdict=grade.verdict if graded and grade and not sealed else None,
-        message=_SEALED if graded and sealed else (grade.message if graded and grade else _status_message(sub)),
+        verdict=grade.verdict if graded and grade and not hidden else None,
+        message=_message(sub, sealed, seal, hidden),
         checks=checks,
         sealed_checks=sealed,
         explanation=explanation,
-        error=sub.error if viewer_is_staff else None,
+        answer_key=key,
+        error=sub.error if seal.staff else None,
     )
 
 
-def _explanations_open(policy: str, due_at: object, now: object, staff: bool) -> bool:
-    if staff or policy == "after_grading":
-        return True
-    if policy == "after_due":
-        return due_at is not None and now >= due_at  # type: ignore[operator]
-    return False
+def _message(sub: Submission, sealed: int, seal: Seal, hidden: bool) -> str:
+    graded = sub.status == Status.GRADED and sub.grade is not None
+    if graded and hidden:
+        return _SEALED if sealed and seal.scores else _SCORES_LATER
+    return sub.grade.message if graded and sub.grade else _status_message(sub)
 
 
 def _status_message(sub: Submission) -> str:
@@ -100,31 +118,30 @@ def _status_message(sub: Submission) -> str:
     return {"queued": "waiting for a grader", "running": "grading"}.get(sub.status, "")
 
 
-def submission_summary(sub: Submission, *, viewer_is_staff: bool = False) -> SubmissionSummary:
+def submission_summary(sub: Submission, *, seal: Seal) -> SubmissionSummary:
     """A list row. Scores count only checks the viewer may see, as in the full view (checks must be loaded)."""
     grade = sub.grade
-    spec_due = sub.problem_set_version.spec.get("due_at")
-    due_at = datetime.fromisoformat(spec_due) if isinstance(spec_due, str) else None
     now = utcnow()
-    hidden = [
-        c for c in sub.checks if not is_revealed(c.visibility, viewer_is_staff=viewer_is_staff, due_at=due_at, now=now)
-    ]
+    hidden = [c for c in sub.checks if not is_revealed(c.visibility, seal=seal, now=now)]
     final = None
-    if grade is not None:
+    if grade is not None and seal.scores:
         visible_auto = grade.auto_score - sum(c.score for c in hidden)
-        final = round_score(final_score_of(visible_auto, grade.manual_score, grade.late_penalty))
+        final = round_score(final_score_of(visible_auto, grade.manual_score, grade.late_penalty, grade.attempt_decay))
     return SubmissionSummary(
         id=sub.id,
         status=sub.status,
         problem_set=sub.problem_set_version.problem_set.slug,
         problem=sub.problem_id,
         attempt=sub.attempt,
+        offering=sub.assignment.offering_id if sub.assignment else None,
         user_id=sub.user_id,
         created_at=sub.created_at,
         final_score=final,
         max_score=grade.max_score if grade else None,
-        verdict=grade.verdict if grade and not hidden else None,
+        verdict=grade.verdict if grade and not hidden and seal.scores else None,
     )
 
 
 _SEALED = "some results open after the due date"
+_SCORES_LATER = "submitted and graded; scores are released later under this assignment's policy"
+_FEEDBACK_LATER = "feedback is released later under this assignment's policy"

@@ -12,7 +12,8 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.access_log import note
-from app.deps import Offset, PrincipalDep, RowId, RowIdQuery, SessionDep, SettingsDep
+from app.courses.policy import policy_for
+from app.deps import Offset, Principal, PrincipalDep, RowId, RowIdQuery, SessionDep, SettingsDep
 from app.error_format import error_responses
 from app.problemsets.service import loaded_version
 from app.submissions import service
@@ -21,6 +22,7 @@ from app.submissions.gradescope import GradescopeResults, from_public
 from app.submissions.intake import parse_api_body
 from app.submissions.models import Source
 from app.submissions.presenter import submission_public, submission_summary
+from app.submissions.release import SealCache, seal_for
 from app.submissions.schemas import SubmissionCreate, SubmissionPublic, SubmissionSummary
 
 log = logging.getLogger(__name__)
@@ -88,7 +90,8 @@ async def create_submission(
                 session,
                 settings=settings,
                 user=user,
-                staff=principal.is_staff,
+                access=principal.access,
+                offering_id=body.offering,
                 problem_set=body.problem_set,
                 problem_id=body.problem,
                 answers=body.answers,
@@ -116,7 +119,7 @@ def _dispatch(request: Request, sub_id: int) -> None:
         log.exception("could not dispatch submission %s; a sweeper will pick it up", sub_id)
 
 
-async def _wait_and_read(request: Request, sub_id: int, wait: float, principal: Any) -> SubmissionPublic:
+async def _wait_and_read(request: Request, sub_id: int, wait: float, principal: Principal) -> SubmissionPublic:
     """Read the submission; with ``wait``, block until its grade is written (woken by the worker, not by polling)."""
     deadline = time.monotonic() + wait
     events: GradeEvents = request.app.state.grade_events
@@ -131,12 +134,13 @@ async def _wait_and_read(request: Request, sub_id: int, wait: float, principal: 
             finished_event.clear()
 
 
-def _read(request: Request, sub_id: int, principal: Any) -> tuple[SubmissionPublic, bool]:
+def _read(request: Request, sub_id: int, principal: Principal) -> tuple[SubmissionPublic, bool]:
     settings = request.app.state.settings
     with request.app.state.session_factory() as session:
-        sub = service.get(session, submission_id=sub_id, user=principal.user, staff=principal.is_staff)
+        sub = service.get(session, submission_id=sub_id, access=principal.access)
         loaded = loaded_version(settings, sub.problem_set_version)
-        return submission_public(sub, loaded, viewer_is_staff=principal.is_staff), service.is_finished(sub)
+        seal = seal_for(session, sub, principal.access, loaded.spec)
+        return submission_public(sub, loaded, seal=seal), service.is_finished(sub)
 
 
 @router.get("/{submission_id}", response_model=SubmissionPublic | GradescopeResults)
@@ -150,15 +154,18 @@ def get_submission(
         Query(alias="format", description="gradescope: Gradescope's results.json, filtered for the viewer"),
     ] = "default",
 ) -> SubmissionPublic | GradescopeResults:
-    """A submission: status, score, and per-check results filtered by visibility. Others' submissions are 404.
+    """A submission: status, and what the assignment's release policy shows now (score, per-check results and
+    feedback, explanation, answer key). Others' submissions are 404, except to staff of its offering.
 
     ``?format=gradescope`` returns the same view as Gradescope's results.json (docs/gradescope.md).
     """
     principal.require("read")
-    sub = service.get(session, submission_id=submission_id, user=principal.user, staff=principal.is_staff)
+    sub = service.get(session, submission_id=submission_id, access=principal.access)
     loaded = loaded_version(settings, sub.problem_set_version)
-    view = submission_public(sub, loaded, viewer_is_staff=principal.is_staff)
-    return from_public(view, due_at=loaded.spec.due_at) if fmt == "gradescope" else view
+    view = submission_public(sub, loaded, seal=seal_for(session, sub, principal.access, loaded.spec))
+    if fmt != "gradescope":
+        return view
+    return from_public(view, due_at=policy_for(sub.assignment, loaded.spec, sub.problem_id, None).due_at)
 
 
 @router.get("", response_model=list[SubmissionSummary])
@@ -168,19 +175,22 @@ def list_submissions(
     problem_set: str | None = None,
     problem: str | None = None,
     user_id: RowIdQuery = None,
+    offering: RowIdQuery = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Offset = 0,
 ) -> list[SubmissionSummary]:
-    """Students see their own submissions; instructors see everyone's (filter with user_id)."""
+    """Your own submissions in your offerings, and everyone's in the offerings you teach (filter with user_id,
+    offering)."""
     principal.require("read")
     rows = service.list_for(
         session,
-        user=principal.user,
+        access=principal.access,
         problem_set=problem_set,
         problem_id=problem,
         user_id=user_id,
+        offering_id=offering,
         limit=limit,
         offset=offset,
-        staff=principal.is_staff,
     )
-    return [submission_summary(s, viewer_is_staff=principal.is_staff) for s in rows]
+    seals = SealCache(session, principal.access)
+    return [submission_summary(s, seal=seals(s)) for s in rows]

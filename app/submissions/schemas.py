@@ -21,6 +21,8 @@ class SubmissionCreate(BaseModel):
         default=None, max_length=MAX_ANSWER_PARTS, examples=[{"b1": "sqrt(d_k)", "b2": "V"}]
     )
     code: SafeStr | None = Field(default=None, description="Python source defining the problem's entrypoints")
+    offering: int | None = Field(default=None, ge=1, le=2**31 - 1,
+                                 description="the offering, when the set is assigned in several of yours")  # fmt: skip
     source: Literal["web", "api", "ci"] | None = Field(default=None, description="default: api (ci for tokens)")
 
 
@@ -43,6 +45,7 @@ class SubmissionPublic(BaseModel):
     problem: str
     version: int
     attempt: int
+    offering: int | None = Field(None, description="the offering of the assignment it was made under")
     source: str
     user_id: int
     created_at: datetime
@@ -51,13 +54,17 @@ class SubmissionPublic(BaseModel):
     max_score: float | None
     manual_score: float | None
     manual_feedback: str | None = Field(None, description="the instructor's comments on the rubric items")
-    final_score: float | None = Field(description="(score + manual_score) x (1 - late_penalty)")
-    late_penalty: float = Field(0.0, description="fraction lost to the set's late policy")
+    final_score: float | None = Field(
+        description="(score + manual_score) x (1 - late_penalty) x (1 - attempt_decay); null while scores are sealed"
+    )
+    late_penalty: float = Field(0.0, description="fraction lost to the late policy")
+    attempt_decay: float = Field(0.0, description="fraction lost to the assignment's decay per attempt")
     verdict: str | None
     message: str
     checks: list[CheckPublic]
     sealed_checks: int = Field(0, description="checks whose results open after the due date")
-    explanation: dict[str, str] | None = Field(None, description="the set's explanation, once graded")
+    explanation: dict[str, str] | None = Field(None, description="the explanation, once released")
+    answer_key: dict[str, str] | None = Field(None, description="part id -> reference answer, once released")
     error: str | None = Field(None, description="internal grading error (instructors only)")
 
 
@@ -67,6 +74,7 @@ class SubmissionSummary(BaseModel):
     problem_set: str
     problem: str
     attempt: int
+    offering: int | None = None
     user_id: int
     created_at: datetime
     final_score: float | None = Field(description="as in the full view: visible score + manual, less late penalty")

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC
 
-from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from app.config import Settings
+from app.courses import service as courses
+from app.courses.access import Access
+from app.courses.models import Assignment
+from app.courses.permissions import Action
+from app.courses.policy import InvalidFormat, policy_for
 from app.db import utcnow
 from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.problemsets.models import ProblemSet, ProblemSetVersion
-from app.problemsets.service import get_latest, loaded_version
-from app.submissions.lateness import is_closed
+from app.problemsets.service import loaded_version
+from app.submissions.allocation import store_next_attempt
 from app.submissions.models import Source, Status, Submission
 from app.users.models import User
-from graders.grade import check_payload
+from graders.grade import check_payload, format_errors
 from graders.kinds import PayloadInvalid, kind_of
 
 
@@ -26,31 +30,32 @@ def create(
     *,
     settings: Settings,
     user: User,
+    access: Access,
     problem_set: str,
     problem_id: str,
     answers: dict[str, str] | None = None,
     code: str | None = None,
     source: Source = Source.API,
     idempotency_key: str | None = None,
-    staff: bool | None = None,
+    offering_id: int | None = None,
 ) -> tuple[Submission, bool]:
     """Validate and store a submission as queued. Returns (submission, created); a repeated key returns the first.
 
-    ``staff`` (default: the user's role) lets instructors submit to hidden and closed sets; a token without the
-    instructor scope passes False.
+    The set is resolved to the caller's assignment (``offering_id`` when it is assigned in several of theirs).
+    Students are held to its dates and attempt policy; staff (test runs) are not. An answer that cannot be read
+    is refused (InvalidFormat) before anything is stored, so it uses no attempt.
     """
-    staff = user.is_staff if staff is None else staff
     if idempotency_key:
         existing = session.scalar(
             select(Submission).where(Submission.user_id == user.id, Submission.idempotency_key == idempotency_key)
         )
         if existing is not None:
             return _replay(existing, problem_set, problem_id, answers, code)
-    version = get_latest(session, problem_set, include_hidden=staff)
+    found = courses.resolve(session, access, problem_set, offering_id=offering_id, action=Action.SUBMIT)
+    assignment = found.assignment
+    staff = access.can(assignment.offering_id, Action.VIEW_UNRELEASED)
+    version = courses.version_of(session, assignment)
     spec = loaded_version(settings, version).spec
-    if is_closed(spec, utcnow()) and not staff:
-        due = spec.due_at.astimezone(UTC) if spec.due_at else None
-        raise Forbidden(f"problem set {problem_set!r} is closed: it was due {due:%Y-%m-%d %H:%M} UTC")
     problem = spec.problem(problem_id)
     if problem is None:
         raise Invalid(f"unknown problem {problem_id!r} in set {problem_set!r}", field="problem")
@@ -58,43 +63,43 @@ def create(
         payload = check_payload(problem, answers=answers, code=code)
     except PayloadInvalid as exc:
         raise Invalid(exc.message, field=exc.field) from exc
-    attempt = 1 + (
-        session.scalar(
-            select(func.count())
-            .select_from(Submission)
-            .join(ProblemSetVersion)
-            .where(
-                Submission.user_id == user.id,
-                Submission.problem_id == problem_id,
-                ProblemSetVersion.problem_set_id == version.problem_set_id,
-            )
+    malformed = format_errors(problem, payload)
+    if malformed:
+        raise InvalidFormat(malformed)
+    policy = policy_for(assignment, spec, problem_id, courses.member_of(session, assignment.offering_id, user.id))
+    if not staff and policy.is_closed(utcnow()):
+        due = policy.due_at.astimezone(UTC) if policy.due_at else None
+        raise Forbidden(f"problem set {problem_set!r} is closed: it was due {due:%Y-%m-%d %H:%M} UTC")
+
+    def make(attempt: int) -> Submission:
+        return Submission(
+            user_id=user.id,
+            problem_set_version_id=version.id,
+            assignment_id=assignment.id,
+            problem_id=problem_id,
+            kind=kind_of(problem).takes,
+            payload=payload,
+            source=source,
+            attempt=attempt,
+            idempotency_key=idempotency_key,
         )
-        or 0
-    )
-    submission = Submission(
+
+    def idempotent_winner() -> Submission | None:
+        if not idempotency_key:
+            return None
+        return session.scalar(
+            select(Submission).where(Submission.user_id == user.id, Submission.idempotency_key == idempotency_key)
+        )
+
+    return store_next_attempt(
+        session,
+        make=make,
         user_id=user.id,
-        problem_set_version_id=version.id,
+        assignment_id=assignment.id,
         problem_id=problem_id,
-        kind=kind_of(problem).takes,
-        payload=payload,
-        source=source,
-        attempt=attempt,
-        idempotency_key=idempotency_key,
+        policy=None if staff else policy,
+        on_conflict=idempotent_winner,
     )
-    session.add(submission)
-    try:
-        session.commit()
-    except IntegrityError:
-        # Two requests with the same Idempotency-Key raced; the other one won.
-        session.rollback()
-        if idempotency_key:
-            winner = session.scalar(
-                select(Submission).where(Submission.user_id == user.id, Submission.idempotency_key == idempotency_key)
-            )
-            if winner is not None:
-                return winner, False
-        raise
-    return submission, True
 
 
 def _replay(
@@ -112,41 +117,59 @@ def _replay(
     return existing, False
 
 
-def get(session: Session, *, submission_id: int, user: User, staff: bool | None = None) -> Submission:
-    """A submission with its checks and grade; students only see their own (others are 404, not 403)."""
-    staff = user.is_staff if staff is None else staff
+def get(session: Session, *, submission_id: int, access: Access) -> Submission:
+    """A submission with its checks and grade. Its owner sees it while still a member of its offering, staff of
+    that offering always; anyone else gets 404 (not 403: they learn nothing of it)."""
     submission = session.scalar(
         select(Submission)
         .where(Submission.id == submission_id)
-        .options(selectinload(Submission.checks), selectinload(Submission.grade))
+        .options(selectinload(Submission.checks), selectinload(Submission.grade), selectinload(Submission.assignment))
     )
-    if submission is None or (submission.user_id != user.id and not staff):
+    if submission is None or not may_read(submission, access):
         raise NotFound(f"no submission {submission_id}", field="submission_id")
     return submission
+
+
+def may_read(submission: Submission, access: Access) -> bool:
+    offering_id = submission.assignment.offering_id if submission.assignment else None
+    if offering_id is None:  # a legacy row outside any offering: its owner and admins
+        return submission.user_id == access.user_id or access.is_admin
+    if access.can(offering_id, Action.READ_SUBMISSIONS):
+        return True
+    return submission.user_id == access.user_id and access.role_in(offering_id) is not None
 
 
 def list_for(
     session: Session,
     *,
-    user: User,
+    access: Access,
     problem_set: str | None = None,
     problem_id: str | None = None,
     user_id: int | None = None,
+    offering_id: int | None = None,
     limit: int = 50,
     offset: int = 0,
-    staff: bool | None = None,
 ) -> list[Submission]:
-    staff = user.is_staff if staff is None else staff
+    """Newest first: the caller's own in their offerings, and everyone's in the offerings they teach."""
+    everyone = access.offerings(Action.READ_SUBMISSIONS)
+    own = access.offerings(Action.VIEW)
+    if offering_id is not None:
+        everyone, own = everyone & {offering_id}, own & {offering_id}
     query = (
         select(Submission)
-        .options(selectinload(Submission.grade), selectinload(Submission.checks))
+        .join(Assignment, Submission.assignment_id == Assignment.id)
+        .where(
+            or_(
+                Assignment.offering_id.in_(everyone),
+                and_(Submission.user_id == access.user_id, Assignment.offering_id.in_(own)),
+            )
+        )
+        .options(selectinload(Submission.grade), selectinload(Submission.checks), selectinload(Submission.assignment))
         .order_by(Submission.id.desc())
         .limit(limit)
         .offset(offset)
     )
-    if not staff:
-        query = query.where(Submission.user_id == user.id)
-    elif user_id is not None:
+    if user_id is not None:
         query = query.where(Submission.user_id == user_id)
     if problem_set is not None:
         query = query.join(ProblemSetVersion).join(ProblemSet).where(ProblemSet.slug == problem_set)
@@ -157,14 +180,3 @@ def list_for(
 
 def is_finished(submission: Submission) -> bool:
     return submission.status in (Status.GRADED, Status.ERROR)
-
-
-def is_revealed(visibility: str, *, viewer_is_staff: bool, due_at: datetime | None, now: datetime) -> bool:
-    """Whether a student may see a check's outcome now.
-
-    Feedback is student-safe by construction (checks never print hidden inputs unless marked visible), so visible
-    and hidden checks are both reported; "after_due" checks stay sealed until the set's due date.
-    """
-    if viewer_is_staff or visibility != "after_due":
-        return True
-    return due_at is not None and now >= due_at

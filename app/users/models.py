@@ -11,9 +11,20 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from app.db import Base, UTCDateTime, utcnow
 
 
+class GlobalRole(StrEnum):
+    """The only global role is admin (create courses, manage users); everything else is per offering."""
+
+    USER = "user"
+    ADMIN = "admin"
+
+
 class Role(StrEnum):
+    """The role a new account gets: admin, or this course role in the default offering (app.courses)."""
+
     STUDENT = "student"
+    TA = "ta"
     INSTRUCTOR = "instructor"
+    OBSERVER = "observer"
     ADMIN = "admin"
 
 
@@ -23,7 +34,7 @@ class User(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     email: Mapped[str] = mapped_column(String(254), unique=True)
     display_name: Mapped[str] = mapped_column(String(200), default="")
-    role: Mapped[str] = mapped_column(String(20), default=Role.STUDENT)
+    role: Mapped[str] = mapped_column(String(20), default=GlobalRole.USER)
     password_hash: Mapped[str] = mapped_column(String(255))
     is_active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -31,8 +42,8 @@ class User(Base):
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user")
 
     @property
-    def is_staff(self) -> bool:
-        return self.role in (Role.INSTRUCTOR, Role.ADMIN)
+    def is_admin(self) -> bool:
+        return self.role == GlobalRole.ADMIN
 
 
 class ApiToken(Base):
@@ -49,5 +60,7 @@ class ApiToken(Base):
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Narrowed to one offering: the token acts only there, whatever else its user is a member of.
+    offering_id: Mapped[int | None] = mapped_column(ForeignKey("offering.id", ondelete="CASCADE"), nullable=True)
 
     user: Mapped[User] = relationship(back_populates="tokens")

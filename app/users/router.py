@@ -39,7 +39,7 @@ def me(user: CurrentUser) -> UserPublic:
 def create_token(body: TokenCreate, user: SessionUser, session: SessionDep) -> TokenCreated:
     """Create an API token for CI; the token is in the response once and is stored only hashed."""
     token, plain = service.create_token(
-        session, user=user, name=body.name, scopes=body.scopes, expires_at=body.expires_at
+        session, user=user, name=body.name, scopes=body.scopes, expires_at=body.expires_at, offering_id=body.offering
     )
     session.commit()
     return TokenCreated.model_validate({**TokenPublic.model_validate(token).model_dump(), "token": plain})

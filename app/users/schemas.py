@@ -20,7 +20,7 @@ class UserPublic(BaseModel):
     id: int
     email: str
     display_name: str
-    role: str
+    role: str = Field(description="the global role: admin or user (course roles are per offering: /offerings)")
 
 
 class TokenCreate(BaseModel):
@@ -28,6 +28,7 @@ class TokenCreate(BaseModel):
     name: SafeStr = Field(default="token", max_length=100)
     scopes: list[SafeStr] | None = Field(default=None, description="some of submit, read, instructor, metrics")
     expires_at: datetime | None = Field(default=None, description="UTC when no zone is given")
+    offering: int | None = Field(default=None, ge=1, le=2**31 - 1, description="narrow the token to this offering")
 
     @field_validator("expires_at")
     @classmethod
@@ -45,6 +46,7 @@ class TokenPublic(BaseModel):
     last_used_at: datetime | None
     expires_at: datetime | None
     revoked_at: datetime | None
+    offering_id: int | None = Field(None, description="the one offering the token may act in; null: all of yours")
 
 
 class TokenCreated(TokenPublic):

@@ -9,10 +9,14 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.courses import service as courses
+from app.courses.access import access_for
+from app.courses.models import MemberRole
+from app.courses.permissions import Action
 from app.db import utcnow
 from app.errors import Conflict, Invalid, NotFound
 from app.security import generate_password, generate_token, hash_password, hash_token, verify_password
-from app.users.models import ApiToken, Role, User
+from app.users.models import ApiToken, GlobalRole, Role, User
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 SCOPES = ("submit", "read", "instructor", "metrics")
@@ -22,9 +26,20 @@ DEFAULT_SCOPES = ["submit", "read"]
 
 
 def create_user(
-    session: Session, *, email: str, role: Role, password: str | None = None, display_name: str = ""
+    session: Session,
+    *,
+    email: str,
+    role: Role,
+    password: str | None = None,
+    display_name: str = "",
+    enroll_default: bool = True,
 ) -> tuple[User, str]:
-    """Create a user; returns (user, password). A random password is generated when none is given."""
+    """Create a user; returns (user, password). A random password is generated when none is given.
+
+    ``role`` admin makes a global admin; any other role enrols the user with it in the default offering (unless
+    ``enroll_default`` is False). Either way the user takes over the roster rows loaded for their email before the
+    account existed.
+    """
     email = email.strip().lower()
     if "@" not in email or len(email) > 254:
         raise Invalid(f"{email!r} is not an email address", field="email")
@@ -33,9 +48,15 @@ def create_user(
     password = password or generate_password()
     if len(password) < 8:
         raise Invalid("passwords need at least 8 characters", field="password")
-    user = User(email=email, role=role, password_hash=hash_password(password), display_name=display_name)
+    global_role = GlobalRole.ADMIN if role == Role.ADMIN else GlobalRole.USER
+    user = User(email=email, role=global_role, password_hash=hash_password(password), display_name=display_name)
     session.add(user)
     session.flush()
+    courses.claim_pending(session, user)
+    if role != Role.ADMIN and enroll_default:
+        courses.enroll(
+            session, offering=courses.home_offering(session), email=email, role=MemberRole(role), name=display_name
+        )
     return user, password
 
 
@@ -65,16 +86,32 @@ def cookie_user(session: Session, cookie: Mapping[str, Any]) -> User | None:
 
 
 def create_token(
-    session: Session, *, user: User, name: str, scopes: list[str] | None = None, expires_at: datetime | None = None
+    session: Session,
+    *,
+    user: User,
+    name: str,
+    scopes: list[str] | None = None,
+    expires_at: datetime | None = None,
+    offering_id: int | None = None,
 ) -> tuple[ApiToken, str]:
-    """Create an API token; the plain value is returned once and never stored."""
+    """Create an API token; the plain value is returned once and never stored.
+
+    The token acts with its user's memberships; ``offering_id`` narrows it to that one offering.
+    """
     scopes = sorted(set(scopes or DEFAULT_SCOPES))
     unknown = [s for s in scopes if s not in SCOPES]
     if unknown:
         raise Invalid(f"unknown scopes {unknown}; expected some of {list(SCOPES)}", field="scopes")
-    staff_only = [s for s in scopes if s in STAFF_SCOPES]
-    if staff_only and not user.is_staff:
-        raise Invalid(f"only instructors may hold the {staff_only[0]!r} scope", field="scopes")
+    access = access_for(session, user)
+    if offering_id is not None and access.role_in(offering_id) is None:
+        raise Invalid(f"you are not a member of offering {offering_id}", field="offering")
+    if "instructor" in scopes and not (
+        access.can(offering_id, Action.VIEW_UNRELEASED) if offering_id is not None else access.any_staff
+    ):
+        raise Invalid("only instructors and TAs may hold the 'instructor' scope", field="scopes")
+    staff_only = [s for s in scopes if s in STAFF_SCOPES and s != "instructor"]
+    if staff_only and not (access.any_staff or user.is_admin):
+        raise Invalid(f"only instructors and TAs may hold the {staff_only[0]!r} scope", field="scopes")
     plain = generate_token()
     token = ApiToken(
         user_id=user.id,
@@ -83,6 +120,7 @@ def create_token(
         token_hash=hash_token(plain),
         scopes=scopes,
         expires_at=expires_at,
+        offering_id=offering_id,
     )
     session.add(token)
     session.flush()
@@ -109,7 +147,7 @@ def list_tokens(session: Session, *, user: User) -> list[ApiToken]:
 
 def revoke_token(session: Session, *, user: User, token_id: int) -> ApiToken:
     token = session.get(ApiToken, token_id)
-    if token is None or (token.user_id != user.id and user.role != Role.ADMIN):
+    if token is None or (token.user_id != user.id and not user.is_admin):
         raise NotFound(f"no token {token_id}", field="token_id")
     token.revoked_at = token.revoked_at or utcnow()
     return token
@@ -123,4 +161,12 @@ def ensure_first_accounts(session: Session) -> list[tuple[str, str, str]]:
     for email, role in (("instructor@example.com", Role.INSTRUCTOR), ("student@example.com", Role.STUDENT)):
         user, password = create_user(session, email=email, role=role, display_name=role.value.title())
         created.append((user.email, str(role), password))
+    # The demo: the shipped sets are assigned in this offering when serve loads them.
     return created
+
+
+def get_user(session: Session, user_id: int) -> User:
+    user = session.get(User, user_id)
+    if user is None:
+        raise NotFound(f"no user {user_id}", field="user")
+    return user

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from starlette.datastructures import FormData
 
+from app.courses.access import access_for
 from app.deps import SessionDep, SettingsDep
 from app.errors import DomainError, Forbidden, Invalid
 from app.users.models import User
@@ -36,6 +37,7 @@ def optional_user(request: Request, session: WebSession) -> User | None:
     user = cookie_user(session, request.session)
     if user is not None:
         request.state.user = user  # for the navigation bar of error pages
+        request.state.staff = user.is_admin or access_for(session, user).any_staff
     return user
 
 
@@ -45,8 +47,9 @@ def require_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
     return user
 
 
-def require_instructor(user: Annotated[User, Depends(require_user)]) -> User:
-    if not user.is_staff:
+def require_instructor(user: Annotated[User, Depends(require_user)], session: WebSession) -> User:
+    """Staff of at least one offering (or an admin); each page then checks the offering it shows."""
+    if not (user.is_admin or access_for(session, user).any_staff):
         raise Forbidden("This page is for instructors.")
     return user
 

@@ -9,11 +9,17 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 from starlette.datastructures import UploadFile
 
-from app.deps import RowId
-from app.errors import Invalid
+from app.courses import service as courses
+from app.courses.access import Access, access_for
+from app.courses.models import Offering
+from app.courses.permissions import Action
+from app.deps import RowId, RowIdQuery
+from app.errors import Forbidden, Invalid
 from app.gradebook import service as gradebook
 from app.gradebook.stats import set_stats
 from app.problemsets import service as sets
+from app.problemsets.models import ProblemSet, ProblemSetVersion
+from app.users.models import User
 from app.web import page_context
 from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings
 from app.web.page_route import WebRoute
@@ -22,16 +28,24 @@ from app.web.rendering import render
 router = APIRouter(route_class=WebRoute)
 
 
-def _instructor_page(request: Request, session: WebSession, status: int = 200, **context: Any) -> Response:
-    return render(
-        request, "instructor/index.html", status, sets=sets.list_sets(session, include_hidden=True), **context
-    )
+def _staff_sets(session: WebSession, user: User) -> list[tuple[ProblemSet, ProblemSetVersion]]:
+    """The sets assigned in the offerings the user teaches (each once), at the version students see."""
+    access = access_for(session, user)
+    seen: dict[int, tuple[ProblemSet, ProblemSetVersion]] = {}
+    for found in courses.visible_assignments(session, access):
+        if access.can(found.assignment.offering_id, Action.VIEW_UNRELEASED):
+            seen.setdefault(found.problem_set.id, (found.problem_set, courses.version_of(session, found.assignment)))
+    return sorted(seen.values(), key=lambda pair: pair[0].slug)
+
+
+def _instructor_page(request: Request, session: WebSession, user: User, status: int = 200, **context: Any) -> Response:
+    return render(request, "instructor/index.html", status, sets=_staff_sets(session, user), **context)
 
 
 @router.get("/instructor")
 def instructor_home(request: Request, user: WebInstructor, session: WebSession) -> Response:
     """Every set (visible or not) with links to its gradebook, and the upload form."""
-    return _instructor_page(request, session)
+    return _instructor_page(request, session, user)
 
 
 @router.post("/instructor/upload")
@@ -41,12 +55,15 @@ def upload(
     """Validate and store an uploaded .zip/.tar.gz set; the page shows the validation report either way."""
     file = form.get("file")
     if not isinstance(file, UploadFile) or not file.filename:
-        return _instructor_page(request, session, 422, upload_error="Choose a .zip or .tar.gz file to upload.")
+        return _instructor_page(request, session, user, 422, upload_error="Choose a .zip or .tar.gz file to upload.")
     data = file.file.read(settings.max_upload_bytes + 1)
     try:
         if len(data) > settings.max_upload_bytes:
             raise Invalid(f"The archive is larger than {settings.max_upload_bytes} bytes.", field="file")
         # Validation runs the reference solutions and mutants; this handler is sync, so it runs in a worker thread.
+        access = access_for(session, user)
+        target = _upload_target(session, access, user, form.get("offering"))
+        mine = access.offerings(Action.UPLOAD)
         version, report, created = sets.upload(
             session,
             data=data,
@@ -54,19 +71,28 @@ def upload(
             settings=settings,
             user_id=user.id,
             grader=request.app.state.code_grader,
+            may_replace=lambda ps: user.is_admin or bool(courses.offerings_with_set(session, ps) & mine),
         )
+        courses.ensure_assigned(session, offering=target, problem_set=version.problem_set)
     except sets.ProblemSetRejected as exc:
         session.rollback()
         return _instructor_page(
-            request, session, 422, report=exc.report.to_dict(), gate_texts=exc.report.gate_texts, filename=file.filename
+            request,
+            session,
+            user,
+            422,
+            report=exc.report.to_dict(),
+            gate_texts=exc.report.gate_texts,
+            filename=file.filename,
         )
-    except Invalid as exc:
+    except (Invalid, Forbidden) as exc:
         session.rollback()
-        return _instructor_page(request, session, 422, upload_error=exc.message)
+        return _instructor_page(request, session, user, 422, upload_error=exc.message)
     session.commit()
     return _instructor_page(
         request,
         session,
+        user,
         report=report.to_dict() if created else version.validation_report,
         gate_texts=report.gate_texts,
         filename=file.filename,
@@ -75,14 +101,20 @@ def upload(
 
 
 @router.get("/instructor/sets/{slug}/gradebook")
-def gradebook_page(request: Request, slug: str, user: WebInstructor, session: WebSession) -> Response:
-    """The gradebook table, the CSV link, per-question statistics and what awaits manual grading."""
+def gradebook_page(
+    request: Request, slug: str, user: WebInstructor, session: WebSession, offering: RowIdQuery = None
+) -> Response:
+    """The gradebook table of one offering, the CSV link, per-question statistics and what awaits manual grading."""
+    access = access_for(session, user)
+    book = gradebook.gradebook(session, access=access, slug=slug, offering_id=offering)
     return render(
         request,
         "instructor/gradebook.html",
-        book=gradebook.gradebook(session, slug=slug),
-        stats=set_stats(session, slug=slug),
-        awaiting=gradebook.awaiting_manual(session, slug=slug),
+        book=book,
+        stats=set_stats(session, access=access, slug=slug, offering_id=book.offering),
+        awaiting=gradebook.awaiting_manual(session, access=access, slug=slug, offering_id=book.offering)
+        if access.can(book.offering, Action.GRADE)
+        else [],
     )
 
 
@@ -91,7 +123,7 @@ def regrade(
     request: Request, submission_id: RowId, form: CheckedForm, user: WebInstructor, session: WebSession
 ) -> Response:
     """Requeue the submission and go back to its page, which refreshes until the new grade is in."""
-    gradebook.regrade(session, submission_id=submission_id)
+    gradebook.regrade(session, access=access_for(session, user), submission_id=submission_id)
     request.app.state.dispatch(submission_id)
     return RedirectResponse(f"/submissions/{submission_id}", status_code=303)
 
@@ -115,7 +147,8 @@ def manual_grade(
         return _submission_with_error(request, session, settings, user, submission_id, raw, feedback,
                                       f"manual_score: {raw!r} is not a number.")  # fmt: skip
     try:
-        gradebook.manual_grade(session, submission_id=submission_id, grader=user, manual_score=score, feedback=feedback)
+        gradebook.manual_grade(session, access=access_for(session, user), submission_id=submission_id, grader=user,
+                               manual_score=score, feedback=feedback)  # fmt: skip
     except Invalid as exc:
         session.rollback()
         return _submission_with_error(request, session, settings, user, submission_id, raw, feedback, exc.message)
@@ -135,3 +168,15 @@ def _submission_with_error(
     page = page_context.submission_page(session, settings, user=user, submission_id=submission_id)
     typed = {"manual_score": raw, "feedback": feedback}
     return render(request, "submission.html", 422, math=True, page=page, manual_error=message, manual_typed=typed)
+
+
+def _upload_target(session: WebSession, access: Access, user: User, raw: object) -> Offering:
+    """The offering an upload is assigned in: the form's choice, else the one the user teaches."""
+    if isinstance(raw, str) and raw.isdigit() and len(raw) < 10:
+        return courses.get_offering(session, access, int(raw), Action.UPLOAD)
+    mine = sorted(access.offerings(Action.UPLOAD))
+    if len(mine) == 1:
+        return courses.get_offering(session, access, mine[0], Action.UPLOAD)
+    if not mine and user.is_admin:
+        return courses.home_offering(session)
+    raise Invalid("Choose the offering to upload into." if mine else "You teach no offering to upload into.")

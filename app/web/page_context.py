@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
+from app.courses import service as courses
+from app.courses.access import Access, access_for
+from app.courses.models import Assignment
+from app.courses.policy import policy_for
 from app.gradebook import service as gradebook
 from app.problemsets import service as sets
 from app.submissions import service as submissions
 from app.submissions.models import Status, Submission
 from app.submissions.presenter import submission_public
+from app.submissions.release import seal_for, seal_of
 from app.submissions.schemas import SubmissionPublic
 from app.users.models import User
+from graders.model import ProblemSetSpec
 
 
 @dataclass
 class SetCard:
     slug: str
+    offering: int
     title: str
     description: str
     version: int
@@ -32,19 +39,25 @@ class SetCard:
 
 
 def set_cards(session: Session, *, user: User) -> list[SetCard]:
-    """The sets a user can see, each with how far the user got."""
+    """The sets assigned in the user's offerings, each with how far the user got (scores as released)."""
+    access = access_for(session, user)
     cards = []
-    for problem_set, version in sets.list_sets(session, include_hidden=user.is_staff):
-        mine = gradebook.progress(session, user_id=user.id, problem_set_id=problem_set.id)
+    for found in courses.visible_assignments(session, access):
+        problem_set, assignment = found.problem_set, found.assignment
+        version = courses.version_of(session, assignment)
+        spec = sets.spec_of(version)
+        mine = _released_progress(session, access, assignment, spec, user)
         points = version.validation_report.get("points", {})
+        due = policy_for(assignment, spec, "", courses.member_of(session, assignment.offering_id, user.id)).due_at
         cards.append(
             SetCard(
                 slug=problem_set.slug,
+                offering=assignment.offering_id,
                 title=problem_set.title,
                 description=version.spec.get("description", ""),
                 version=version.number,
                 problems=len(version.spec.get("problems", [])),
-                due_at=version.spec.get("due_at"),
+                due_at=due.isoformat() if due else None,
                 attempted=len(mine),
                 best_total=sum(p.best_score or 0.0 for p in mine.values()),
                 max_total=sum(float(v) for v in points.values()),
@@ -53,15 +66,32 @@ def set_cards(session: Session, *, user: User) -> list[SetCard]:
     return cards
 
 
-def set_page(session: Session, settings: Settings, *, user: User, slug: str) -> dict[str, Any]:
+def _released_progress(
+    session: Session, access: Access, assignment: Assignment, spec: ProblemSetSpec, user: User
+) -> dict[str, gradebook.Progress]:
+    """The user's progress, with the score left out of problems whose scores the release policy still seals."""
+    out = {}
+    for problem_id, row in gradebook.progress(session, user_id=user.id, assignment=assignment).items():
+        seal = seal_of(session, access, assignment, spec, user_id=user.id, problem_id=problem_id)
+        out[problem_id] = row if seal.scores else replace(row, best_score=None)
+    return out
+
+
+def set_page(
+    session: Session, settings: Settings, *, user: User, slug: str, offering_id: int | None = None
+) -> dict[str, Any]:
     """The student view of a set (prompts, parts, points) plus the user's progress on each problem."""
-    version = sets.get_latest(session, slug, include_hidden=user.is_staff)
+    access = access_for(session, user)
+    found = courses.resolve(session, access, slug, offering_id=offering_id)
+    version = courses.version_of(session, found.assignment)
     loaded = sets.loaded_version(settings, version)
-    view = sets.student_view(version, loaded)
+    member = courses.member_of(session, found.assignment.offering_id, user.id)
+    view = sets.student_view(version, loaded, due_at=policy_for(found.assignment, loaded.spec, "", member).due_at)
     view["language"] = loaded.spec.language
     return {
         "set": view,
-        "progress": gradebook.progress(session, user_id=user.id, problem_set_id=version.problem_set_id),
+        "offering": found.assignment.offering_id,
+        "progress": _released_progress(session, access, found.assignment, loaded.spec, user),
     }
 
 
@@ -79,17 +109,19 @@ class SubmissionPage:
 
 def submission_page(session: Session, settings: Settings, *, user: User, submission_id: int) -> SubmissionPage:
     """A submission as its viewer may see it; students get 404 for anyone else's (from submissions.get)."""
-    sub = submissions.get(session, submission_id=submission_id, user=user)
+    access = access_for(session, user)
+    sub = submissions.get(session, submission_id=submission_id, access=access)
     loaded = sets.loaded_version(settings, sub.problem_set_version)
     problem = loaded.spec.problem(sub.problem_id)
+    seal = seal_for(session, sub, access, loaded.spec)
     page = SubmissionPage(
         sub=sub,
-        view=submission_public(sub, loaded, viewer_is_staff=user.is_staff),
+        view=submission_public(sub, loaded, seal=seal),
         problem_title=problem.title if problem else sub.problem_id,
         language=loaded.spec.language,
         queue_ahead=_queue_ahead(session, sub) if sub.status == Status.QUEUED else None,
     )
-    if user.is_staff:
+    if seal.staff:
         page.owner = session.get(User, sub.user_id)
         page.rubric = [item.model_dump() for item in problem.rubric] if problem else []
         page.rubric_points = gradebook.rubric_points(sub)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -41,13 +42,24 @@ def _points(value: float | None) -> str:
     return f"{_score(value)} pt" if value == 1 else f"{_score(value)} pts"
 
 
+def _when_in(value: datetime | None, zone: str) -> str:
+    """A date in an offering's time zone, with the zone named (and UTC when they differ)."""
+    if value is None:
+        return "–"
+    local = value.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M")
+    return f"{local} {zone}" if zone == "UTC" else f"{local} {zone} ({_when(value)})"
+
+
 templates.env.filters["when"] = _when
+templates.env.filters["when_in"] = _when_in
 templates.env.filters["points"] = _points
 templates.env.filters["score"] = _score
 
 
 def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     context.setdefault("user", getattr(request.state, "user", None))
+    # Staff of some offering (or an admin): the navigation shows the instructor pages (set by web.deps).
+    context.setdefault("staff", getattr(request.state, "staff", False))
     context["csrf_field"] = CSRF_FIELD
     context["csrf_token"] = csrf_token(request)
     return templates.TemplateResponse(request, template, context, status_code=status_code)

@@ -8,13 +8,17 @@ from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
 from app.config import Settings
-from app.deps import RowId
+from app.courses import service as courses
+from app.courses.access import access_for
+from app.courses.policy import TooManyAttempts
+from app.deps import RowId, RowIdQuery
 from app.errors import Invalid
-from app.problemsets.service import get_latest, loaded_version
+from app.problemsets.service import loaded_version
 from app.submissions import service as submissions
 from app.submissions.intake import ANSWER_PREFIX, web_form_input
 from app.submissions.models import Source
 from app.submissions.presenter import submission_summary
+from app.submissions.release import SealCache
 from app.users.models import User
 from app.web import page_context
 from app.web.deps import CheckedForm, WebSession, WebSettings, WebUser
@@ -31,9 +35,12 @@ def index(request: Request, user: WebUser, session: WebSession) -> Response:
 
 
 @router.get("/sets/{slug}")
-def set_page(request: Request, slug: str, user: WebUser, session: WebSession, settings: WebSettings) -> Response:
-    """A set's problems with their prompts and answer forms."""
-    return render(request, "set.html", math=True, **page_context.set_page(session, settings, user=user, slug=slug))
+def set_page(
+    request: Request, slug: str, user: WebUser, session: WebSession, settings: WebSettings, offering: RowIdQuery = None
+) -> Response:
+    """A set's problems with their prompts and answer forms (``offering`` when it is in several of yours)."""
+    context = page_context.set_page(session, settings, user=user, slug=slug, offering_id=offering)
+    return render(request, "set.html", math=True, **context)
 
 
 @router.post("/sets/{slug}/problems/{problem_id}")
@@ -49,21 +56,24 @@ def submit(
     """Store the answers or code as a submission, wake a worker, and show the submission."""
     try:
         sub_id = _store(session, settings, form, user=user, slug=slug, problem_id=problem_id)
-    except Invalid as exc:
+    except (Invalid, TooManyAttempts) as exc:
+        # A malformed answer or a used-up attempt: back to the form with the reason (nothing was stored).
         session.rollback()
         # Back to the set page with the message next to this problem and the answers as they were typed.
         typed = {k.removeprefix(ANSWER_PREFIX): form.getlist(k) for k in form if k.startswith(ANSWER_PREFIX)}
         code = form.get("code")
-        context = page_context.set_page(session, settings, user=user, slug=slug)
-        return render(request, "set.html", 422, math=True, error_problem=problem_id, error=exc.message, typed=typed,
-                      typed_code=code if isinstance(code, str) else "", **context)  # fmt: skip
+        context = page_context.set_page(session, settings, user=user, slug=slug, offering_id=_offering_field(form))
+        return render(request, "set.html", exc.status_code, math=True, error_problem=problem_id, error=exc.message,
+                      typed=typed, typed_code=code if isinstance(code, str) else "", **context)  # fmt: skip
     request.app.state.dispatch(sub_id)
     return RedirectResponse(f"/submissions/{sub_id}", status_code=303)
 
 
 def _store(session: Session, settings: Settings, form: FormData, *, user: User, slug: str, problem_id: str) -> int:
-    version = get_latest(session, slug, include_hidden=user.is_staff)
-    loaded = loaded_version(settings, version)
+    access = access_for(session, user)
+    offering_id = _offering_field(form)
+    found = courses.resolve(session, access, slug, offering_id=offering_id)
+    loaded = loaded_version(settings, courses.version_of(session, found.assignment))
     problem = loaded.spec.problem(problem_id)
     if problem is None:
         raise Invalid(f"This set has no problem {problem_id!r}.", field="problem")
@@ -73,6 +83,8 @@ def _store(session: Session, settings: Settings, form: FormData, *, user: User, 
         session,
         settings=settings,
         user=user,
+        access=access,
+        offering_id=found.assignment.offering_id,
         problem_set=slug,
         problem_id=problem_id,
         answers=answers,
@@ -95,5 +107,13 @@ def submission_page(
 @router.get("/history")
 def history(request: Request, user: WebUser, session: WebSession) -> Response:
     """Your submissions, newest first."""
-    rows = submissions.list_for(session, user=user, user_id=user.id, limit=200)
-    return render(request, "history.html", rows=[submission_summary(s) for s in rows])
+    access = access_for(session, user)
+    rows = submissions.list_for(session, access=access, user_id=user.id, limit=200)
+    seals = SealCache(session, access)
+    return render(request, "history.html", rows=[submission_summary(s, seal=seals(s)) for s in rows])
+
+
+def _offering_field(form: FormData) -> int | None:
+    """The set page posts its offering (a set may be assigned in several of the user's offerings)."""
+    raw = form.get("offering")
+    return int(raw) if isinstance(raw, str) and raw.isdigit() and len(raw) < 10 else None

@@ -24,12 +24,14 @@ from sqlalchemy.orm import Session, sessionmaker
 from standardwebhooks.webhooks import Webhook
 
 from app.config import Settings
+from app.courses.access import access_for
 from app.db import session_scope, utcnow
 from app.errors import DomainError
 from app.metrics.registry import WEBHOOK_DELIVERIES
 from app.problemsets.service import loaded_version
 from app.submissions.models import Submission
 from app.submissions.presenter import submission_public
+from app.submissions.release import seal_for
 from app.users.models import ApiToken, User
 from app.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from app.webhooks.targets import check_target
@@ -123,14 +125,22 @@ class WebhookSender:
             sub = session.get(Submission, delivery.submission_id)
             assert sub is not None
             token = session.get(ApiToken, endpoint.token_id) if endpoint.token_id else None
-            # What the submitter sees through GET /submissions/{id}: staff views only for an instructor's token with
-            # the instructor scope (a session-registered endpoint of an instructor acts as the instructor).
+            # What the endpoint's owner sees through GET /submissions/{id} with its token: the same memberships,
+            # scope and offering narrowing, and the same release policy (a session-registered endpoint acts as its
+            # user).
             scopes = set(token.scopes) if token is not None else {"instructor"}
-            owner = session.get(User, sub.user_id)
-            staff = owner is not None and owner.is_staff and "instructor" in scopes
+            owner = session.get(User, endpoint.user_id)
             try:
+                assert owner is not None
+                access = access_for(
+                    session,
+                    owner,
+                    staff_scope="instructor" in scopes,
+                    only_offering=token.offering_id if token is not None else None,
+                )
                 loaded = loaded_version(self.settings, sub.problem_set_version)
-                data = json.loads(submission_public(sub, loaded, viewer_is_staff=staff).model_dump_json())
+                seal = seal_for(session, sub, access, loaded.spec)
+                data = json.loads(submission_public(sub, loaded, seal=seal).model_dump_json())
             except Exception as exc:
                 # The set version cannot be read (what made grading fail, often): the error event still goes out.
                 log.warning("webhook body of submission %s without its view: %s", sub.id, type(exc).__name__)

@@ -12,10 +12,10 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
+from app.courses.penalties import Penalties, grading_penalties
 from app.db import session_scope, utcnow
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import loaded_version
-from app.submissions.lateness import late_penalty
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
 from app.webhooks.service import enqueue_event
 from app.worker import observe
@@ -73,7 +73,7 @@ class GradingJob:
                       loggable(f"{type(exc).__name__}: {exc}"), exc_info=not isinstance(exc, SandboxError))  # fmt: skip
             self._record_failure(submission_id, worker, f"{type(exc).__name__}: {exc}")
 
-    def _load(self, submission_id: int, worker: str) -> tuple[LoadedSet, str, dict[str, object], float] | None:
+    def _load(self, submission_id: int, worker: str) -> tuple[LoadedSet, str, dict[str, object], Penalties] | None:
         with session_scope(self.session_factory) as session:
             sub = session.get(Submission, submission_id)
             if sub is None or sub.claimed_by != worker:
@@ -81,7 +81,7 @@ class GradingJob:
             version = session.get(ProblemSetVersion, sub.problem_set_version_id)
             assert version is not None
             loaded = loaded_version(self.settings, version)
-            return loaded, sub.problem_id, dict(sub.payload), late_penalty(loaded.spec, sub.created_at)
+            return loaded, sub.problem_id, dict(sub.payload), grading_penalties(session, sub, loaded.spec)
 
     def _finished(self, submission_id: int) -> None:
         if self.on_finished is not None:
@@ -90,7 +90,7 @@ class GradingJob:
             except Exception as exc:  # a waiter's safety poll still finds the grade
                 log.warning("could not announce that submission %s is finished: %s", submission_id, loggable(exc))
 
-    def _record(self, submission_id: int, worker: str, result: GradeResult, late_penalty: float) -> bool:
+    def _record(self, submission_id: int, worker: str, result: GradeResult, penalties: Penalties) -> bool:
         """Write the checks and the grade; False when the job was taken over meanwhile (nothing written)."""
         with session_scope(self.session_factory) as session:
             sub = session.get(Submission, submission_id, with_for_update=True)
@@ -128,7 +128,8 @@ class GradingJob:
                 verdict=str(result.verdict),
                 message=storable(result.message),
                 grader_version=GRADER_VERSION,
-                late_penalty=late_penalty,
+                late_penalty=penalties.late,
+                attempt_decay=penalties.decay,
                 manual_score=manual[0],
                 manual_feedback=manual[1],
                 manual_graded_by_id=manual[2],

@@ -79,7 +79,7 @@ def grade_numeric(submitted: str, spec: NumericSpec) -> PartResult:
     try:
         value = read_number(submitted)
     except ExprSyntaxError:
-        return wrong(f"expected a number, got {quote(submitted)}")
+        return wrong(_not_a_number(submitted))
     except (ExprTooBig, ExprEvalError) as err:
         return wrong(f"could not evaluate this expression: {err}")
     normalized = format_number(value)
@@ -88,3 +88,18 @@ def grade_numeric(submitted: str, spec: NumericSpec) -> PartResult:
     if spec.sig_figs is not None:
         return wrong(f"not the expected value (compared to {spec.sig_figs} significant figures)", normalized)
     return wrong("not the expected value", normalized)
+
+
+def _not_a_number(submitted: str) -> str:
+    return f"expected a number, got {quote(submitted)}"
+
+
+def numeric_format_error(submitted: str, spec: NumericSpec) -> str | None:
+    """Why ``submitted`` cannot be read as a number at all (a format error, not a wrong answer), or None."""
+    try:
+        read_number(submitted)
+    except ExprSyntaxError:
+        return _not_a_number(submitted)
+    except (ExprTooBig, ExprEvalError):
+        return None  # it parses; the grader explains what is wrong with its value
+    return None

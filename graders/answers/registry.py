@@ -22,9 +22,9 @@ from graders.answers.choice import grade_choice
 from graders.answers.essay import grade_essay
 from graders.answers.identifier import grade_identifier
 from graders.answers.matrix import grade_matrix
-from graders.answers.numeric import grade_numeric
-from graders.answers.shape import grade_shape
-from graders.answers.size import grade_size
+from graders.answers.numeric import grade_numeric, numeric_format_error
+from graders.answers.shape import grade_shape, shape_format_error
+from graders.answers.size import grade_size, size_format_error
 from graders.answers.specs import (
     AnswerSpec,
     ChoiceSpec,
@@ -37,7 +37,7 @@ from graders.answers.specs import (
     SymbolicSpec,
     TextSpec,
 )
-from graders.answers.symbolic import grade_symbolic
+from graders.answers.symbolic import grade_symbolic, symbolic_format_error
 from graders.answers.text import grade_text
 from graders.results import PartResult
 
@@ -56,6 +56,9 @@ class AnswerKind:
         widget: how the answer form shows the blank.
         auto: False for kinds scored by hand (essays): stored, scored 0 automatically, awaiting a rubric grade.
         view: extra fields of the student view for a part of this kind (never the answer).
+        format_error: why a text cannot be read as this kind at all (``sqrt(d_k``, a shape with a letter), or
+            None; such an answer is refused before it is stored and does not use an attempt. None: every text
+            is an answer (text, choice, essay).
     """
 
     spec: type[AnswerSpec]
@@ -64,6 +67,7 @@ class AnswerKind:
     widget: Widget = "line"
     auto: bool = True
     view: Callable[[Any], dict[str, Any]] = field(default=lambda spec: {})
+    format_error: Callable[[str, Any], str | None] | None = None
 
     @property
     def name(self) -> str:
@@ -165,11 +169,11 @@ for _kind in (
         widget="options",
         view=lambda spec: {"options": spec.options, "multi": spec.multi},
     ),
-    AnswerKind(NumericSpec, grade_numeric, "number, e.g. 0.5 or 2^5"),
+    AnswerKind(NumericSpec, grade_numeric, "number, e.g. 0.5 or 2^5", format_error=numeric_format_error),
     AnswerKind(MatrixSpec, grade_matrix, "matrix, e.g. [[1, 2], [3, 4]]", widget="matrix"),
-    AnswerKind(ShapeSpec, grade_shape, "shape, e.g. (B, T, d)"),
-    AnswerKind(SizeSpec, grade_size, "size with unit, e.g. 4 MB"),
-    AnswerKind(SymbolicSpec, grade_symbolic, "expression, e.g. sqrt(d_k)"),
+    AnswerKind(ShapeSpec, grade_shape, "shape, e.g. (B, T, d)", format_error=shape_format_error),
+    AnswerKind(SizeSpec, grade_size, "size with unit, e.g. 4 MB", format_error=size_format_error),
+    AnswerKind(SymbolicSpec, grade_symbolic, "expression, e.g. sqrt(d_k)", format_error=symbolic_format_error),
     AnswerKind(IdentifierSpec, grade_identifier, "name"),
     AnswerKind(EssaySpec, grade_essay, "written answer", widget="essay", auto=False),
 ):

@@ -48,7 +48,7 @@ def grade_shape(submitted: str, spec: ShapeSpec) -> PartResult:
         return rejected
     dims = read_shape(submitted)
     if dims is None:
-        return wrong(f"expected a shape such as 2×3×4, got {quote(submitted)}")
+        return wrong(_not_a_shape(submitted))
     normalized = "×".join(str(d) for d in dims)
     if len(dims) != len(spec.answer):
         return wrong(f"expected {len(spec.answer)} dimensions, got {len(dims)}", normalized)
@@ -56,3 +56,12 @@ def grade_shape(submitted: str, spec: ShapeSpec) -> PartResult:
         off = sum(1 for d, a in zip(dims, spec.answer, strict=True) if d != a)
         return wrong(f"{off} of {len(dims)} dimensions are not right", normalized)
     return right(normalized)
+
+
+def _not_a_shape(submitted: str) -> str:
+    return f"expected a shape such as 2×3×4, got {quote(submitted)}"
+
+
+def shape_format_error(submitted: str, spec: ShapeSpec) -> str | None:
+    """Why ``submitted`` is not a shape at all (e.g. a letter among the sizes), or None."""
+    return _not_a_shape(submitted) if read_shape(submitted) is None else None

@@ -75,11 +75,10 @@ def grade_size(submitted: str, spec: SizeSpec) -> PartResult:
     if rejected is not None:
         return rejected
     read = read_amount(submitted)
-    if read is None:
-        return wrong(f"expected a size such as '2 KiB' or '2048 bytes', got {quote(submitted)}")
+    reason = size_format_error(submitted, spec)
+    if reason is not None or read is None:
+        return wrong(reason or "")
     amount, unit = read
-    if unit not in _UNITS:
-        return wrong(f"unknown unit '{unit[:20]}'; use one of {_VALID_UNITS} or bytes")
     value = amount * _UNITS[unit]
     if value > _MAX_BYTES:
         return wrong("that size is far too large")
@@ -92,3 +91,13 @@ def grade_size(submitted: str, spec: SizeSpec) -> PartResult:
     if other is not None and _close(amount * _UNITS[other], spec):
         return wrong("not the expected size: check decimal (MB = 10^6 B) versus binary (MiB = 2^20 B)", normalized)
     return wrong("not the expected size", normalized)
+
+
+def size_format_error(submitted: str, spec: SizeSpec) -> str | None:
+    """Why ``submitted`` is not a size at all (no amount, or a unit we do not know), or None."""
+    read = read_amount(submitted)
+    if read is None:
+        return f"expected a size such as '2 KiB' or '2048 bytes', got {quote(submitted)}"
+    if read[1] not in _UNITS:
+        return f"unknown unit '{read[1][:20]}'; use one of {_VALID_UNITS} or bytes"
+    return None

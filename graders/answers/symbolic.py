@@ -100,7 +100,7 @@ def grade_symbolic(submitted: str, spec: SymbolicSpec) -> PartResult:
     except UnknownName as err:
         return wrong(_unknown_name_feedback(err.name, symbols))
     except ExprSyntaxError as err:
-        return wrong(f"expected a formula such as sqrt(d_k), got {quote(submitted)}: {err}")
+        return wrong(_not_a_formula(submitted, err))
     except ExprError as err:
         return wrong(f"{COULD_NOT_EVALUATE}: {err}")
     normalized = ast.unparse(student)
@@ -112,3 +112,21 @@ def grade_symbolic(submitted: str, spec: SymbolicSpec) -> PartResult:
     if verdict == "equal":
         return right(normalized)
     return wrong("not equivalent to the expected expression", normalized)
+
+
+def _not_a_formula(submitted: str, err: ExprSyntaxError) -> str:
+    return f"expected a formula such as sqrt(d_k), got {quote(submitted)}: {err}"
+
+
+def symbolic_format_error(submitted: str, spec: SymbolicSpec) -> str | None:
+    """Why ``submitted`` is not a formula at all (a syntax error such as an unclosed bracket), or None.
+
+    Unknown or ambiguous names are answers that parse: the grader's feedback on them uses the attempt.
+    """
+    try:
+        parse_expression(submitted, tuple(spec.symbols), big_o=True)
+    except ExprSyntaxError as err:
+        return _not_a_formula(submitted, err)
+    except (ExprError, AmbiguousName):
+        return None
+    return None

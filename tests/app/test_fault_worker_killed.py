@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
+from app.courses.access import access_for
 from app.db import make_engine, make_session_factory
 from app.migrate import upgrade
 from app.problemsets import service as sets
@@ -77,7 +78,13 @@ def test_a_worker_killed_mid_grading_hands_its_job_over_within_seconds(mode: str
         try:
             with sessions() as session:
                 sub, _ = submissions.create(
-                    session, settings=settings, user=user, problem_set="codeset", problem_id="c1", code=SLOW_SOURCE
+                    session,
+                    settings=settings,
+                    user=user,
+                    access=access_for(session, user),
+                    problem_set="codeset",
+                    problem_id="c1",
+                    code=SLOW_SOURCE,
                 )
                 sub_id = sub.id
             if mode == "celery":  # as the API does; the outbox is tested with the broker outage

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from sqlalchemy import update
 
+from app.courses.access import access_for
 from app.db import utcnow
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import load_dir
@@ -98,7 +99,13 @@ def test_internal_failure_is_retried_then_marked_error_never_scored(accounts, ba
     with sessions() as session:
         alice = session.get(User, accounts["alice"].id)
         sub, _ = service.create(
-            session, settings=settings, user=alice, problem_set="basic", problem_id="t2", answers={"b1": "B"}
+            session,
+            settings=settings,
+            user=alice,
+            access=access_for(session, alice),
+            problem_set="basic",
+            problem_id="t2",
+            answers={"b1": "B"},
         )
         sub_id = sub.id
         # Then the stored archive is damaged and the worker's unpacked copy is gone: grading cannot run.

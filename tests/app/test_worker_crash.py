@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
+from app.courses.access import access_for
 from app.db import make_engine, make_session_factory
 from app.problemsets import service as sets
 from app.submissions import service as submissions
@@ -68,7 +69,13 @@ def test_killed_worker_resumes_after_restart(tmp_path: Path) -> None:
         user, _ = users.create_user(session, email="s@example.com", role=Role.STUDENT)
         session.commit()
         sub, _ = submissions.create(
-            session, settings=settings, user=user, problem_set="codeset", problem_id="c1", code=SLOW_SOURCE
+            session,
+            settings=settings,
+            user=user,
+            access=access_for(session, user),
+            problem_set="codeset",
+            problem_id="c1",
+            code=SLOW_SOURCE,
         )
         sub_id = sub.id
 

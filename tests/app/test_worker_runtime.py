@@ -10,6 +10,7 @@ import pytest
 from celery import Celery
 
 from app.config import Settings, get_settings
+from app.courses.access import access_for
 from app.db import utcnow
 from app.submissions import service
 from app.submissions.models import Status, Submission
@@ -33,7 +34,13 @@ def test_celery_worker_grades_with_the_settings_it_was_started_with(  # type: ig
     with sessions() as session:
         alice = session.get(User, accounts["alice"].id)
         sub, _ = service.create(
-            session, settings=settings, user=alice, problem_set="basic", problem_id="t2", answers={"b1": "B"}
+            session,
+            settings=settings,
+            user=alice,
+            access=access_for(session, alice),
+            problem_set="basic",
+            problem_id="t2",
+            answers={"b1": "B"},
         )
         sub_id = sub.id
 
@@ -66,7 +73,13 @@ def test_sweeper_resends_only_stranded_jobs(accounts, basic_set, settings: Setti
         alice = session.get(User, accounts["alice"].id)
         for name, (status, age_s, lease_s) in rows.items():
             sub, _ = service.create(
-                session, settings=settings, user=alice, problem_set="basic", problem_id="t2", answers={"b1": name}
+                session,
+                settings=settings,
+                user=alice,
+                access=access_for(session, alice),
+                problem_set="basic",
+                problem_id="t2",
+                answers={"b1": name},
             )
             sub.status, sub.created_at = status, now - timedelta(seconds=age_s)
             sub.lease_until = None if lease_s is None else now + timedelta(seconds=lease_s)

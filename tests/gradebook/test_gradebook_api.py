@@ -37,12 +37,12 @@ def test_csv_export_quotes_and_defuses_formulas(client, accounts, graded, sessio
         assert 'filename="gradebook-basic.csv"' in resp.headers["content-disposition"]
         assert not resp.content.startswith(b"\xef\xbb\xbf")  # no BOM
         rows = list(csv.reader(io.StringIO(resp.content.decode("utf-8"))))
-        assert rows[0] == ["email", "display_name", "t1", "t2", "t3", "total"]
+        assert rows[0] == ["email", "display_name", "student_id", "section", "t1", "t2", "t3", "total"]
         by_email = {r[0]: r for r in rows[1:]}
-        assert by_email["alice@example.com"] == ["alice@example.com", "", "3", "0", "", "3"]
-        assert by_email["bob@example.com"][2:] == ["1", "", "", "1"]
+        assert by_email["alice@example.com"] == ["alice@example.com", "", "", "", "3", "0", "", "3"]
+        assert by_email["bob@example.com"][4:] == ["1", "", "", "1"]
         assert by_email["carol@example.com"][1] == '\'=HYPERLINK("x"), "李"'  # quoted, and not a formula
-        assert by_email["carol@example.com"][2:] == ["", "", "", "0"]
+        assert by_email["carol@example.com"][4:] == ["", "", "", "0"]
 
 
 def test_stats_per_question_and_check(client, accounts, graded):  # type: ignore[no-untyped-def]

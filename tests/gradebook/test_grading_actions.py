@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from app.courses.service import default_assignment
 from app.db import utcnow
 from app.problemsets.service import get_latest
 from app.submissions.models import Status, Submission
@@ -63,8 +64,10 @@ def test_manual_grade_out_of_range_is_422_naming_the_field(client, accounts, bas
 def test_manual_grade_before_any_grade_is_404(client, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
     with sessions() as session:
         # A row some other worker holds: no grade yet, and none is written while the test runs.
-        version_id = get_latest(session, "basic").id
-        row = Submission(user_id=accounts["alice"].id, problem_set_version_id=version_id, problem_id="t3",
+        version = get_latest(session, "basic")
+        assignment_id = default_assignment(session, version.problem_set).id
+        row = Submission(user_id=accounts["alice"].id, problem_set_version_id=version.id, problem_id="t3",
+                         assignment_id=assignment_id,
                          kind="answers", payload={"answers": {"b1": "x"}}, status=Status.RUNNING,
                          claimed_by="elsewhere:1:0", lease_until=utcnow().replace(year=2100))  # fmt: skip
         session.add(row)

@@ -1,0 +1,1 @@
+"""Courses, offerings, memberships (rosters), assignments with attempt and release policies, and overrides."""

@@ -1,0 +1,329 @@
+"""Course pages: my courses, a course home with its assignments, the roster with CSV import and preview, an
+assignment's settings and overrides, joining by code. Every page asks app.courses.permissions through Access."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import RedirectResponse
+from starlette.datastructures import FormData, UploadFile
+
+from app.courses import roster
+from app.courses import service as courses
+from app.courses.access import Access, access_for
+from app.courses.models import Counts, MemberRole, Offering, Release
+from app.courses.permissions import Action
+from app.courses.schemas import Policy
+from app.deps import RowId
+from app.errors import DomainError, Forbidden, Invalid
+from app.problemsets.models import ProblemSet
+from app.users.models import User
+from app.web.deps import CheckedForm, WebSession, WebUser
+from app.web.page_route import WebRoute
+from app.web.rendering import render
+
+router = APIRouter(route_class=WebRoute)
+RELEASES = [r.value for r in Release]
+POLICY_KEYS = (
+    "open_at",
+    "due_at",
+    "late_penalty_per_day",
+    "max_late_days",
+    "max_attempts",
+    "cooldown_s",
+    "decay_per_attempt",
+    "counts",
+    "release_scores",
+    "release_feedback",
+    "release_explanation",
+    "release_answer_key",
+)
+
+
+def _text(form: FormData, key: str) -> str:
+    value = form.get(key)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _local(value: str, zone: str) -> datetime | None:
+    """A datetime-local field, read in the offering's time zone and stored absolute (UTC)."""
+    if not value:
+        return None
+    try:
+        naive = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise Invalid(f"{value!r} is not a date and time") from exc
+    aware = naive if naive.tzinfo else naive.replace(tzinfo=ZoneInfo(zone))
+    return aware.astimezone(UTC)
+
+
+@router.get("/courses")
+def my_courses(request: Request, user: WebUser, session: WebSession) -> Response:
+    """The offerings you are a member of, by course, with your role; admins can create courses here."""
+    access = access_for(session, user)
+    offerings = courses.my_offerings(session, access)
+    return render(
+        request,
+        "courses/index.html",
+        offerings=[(o, access.role_in(o.id)) for o in offerings],
+        can_create=user.is_admin,
+        teaches={o.course.slug for o in offerings if access.can(o.id, Action.EDIT_OFFERING)},
+    )
+
+
+@router.post("/courses")
+def create_course(request: Request, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
+    """Create a course and its first offering (admins); the creator becomes its instructor."""
+    if not user.is_admin:
+        raise Forbidden("Only admins create courses.")
+    course = courses.create_course(session, slug=_text(form, "slug"), title=_text(form, "title"))
+    offering = _new_offering(session, user, course.slug, form)
+    session.commit()
+    return RedirectResponse(f"/offerings/{offering.id}", status_code=303)
+
+
+@router.post("/courses/{slug}/offerings")
+def create_offering(request: Request, slug: str, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
+    """Add an offering to a course you teach (or any, as admin)."""
+    access = access_for(session, user)
+    teaches = any(
+        o.course.slug == slug and access.can(o.id, Action.EDIT_OFFERING) for o in courses.my_offerings(session, access)
+    )
+    if not (user.is_admin or teaches):
+        raise Forbidden("You do not teach this course.")
+    offering = _new_offering(session, user, slug, form)
+    session.commit()
+    return RedirectResponse(f"/offerings/{offering.id}", status_code=303)
+
+
+def _new_offering(session: WebSession, user: User, slug: str, form: FormData) -> Offering:
+    offering = courses.create_offering(
+        session,
+        course=courses.get_course(session, slug),
+        slug=_text(form, "offering_slug") or "main",
+        title=_text(form, "offering_title") or _text(form, "title") or slug,
+        time_zone=_text(form, "time_zone") or "UTC",
+    )
+    courses.enroll(session, offering=offering, email=user.email, role=MemberRole.INSTRUCTOR)
+    return offering
+
+
+def _home(
+    request: Request, session: WebSession, access: Access, offering: Offering, status: int = 200, **extra: Any
+) -> Response:
+    found = courses.visible_assignments(session, access, offering_id=offering.id)
+    assignable: list[ProblemSet] = []
+    if access.can(offering.id, Action.ASSIGNMENTS):
+        taken = {f.problem_set.id for f in found}
+        assignable = [
+            ps
+            for ps in session.query(ProblemSet).order_by(ProblemSet.slug)
+            if ps.id not in taken and courses.may_assign(session, access, ps)
+        ]
+    return render(
+        request,
+        "courses/home.html",
+        status,
+        offering=offering,
+        assignments=found,
+        role=access.role_in(offering.id),
+        can=lambda action: access.can(offering.id, Action(action)),
+        assignable=assignable,
+        **extra,
+    )
+
+
+@router.get("/offerings/{offering_id}")
+def course_home(request: Request, offering_id: RowId, user: WebUser, session: WebSession) -> Response:
+    """An offering's assignments with their dates in the offering's time zone; staff links to the rest."""
+    access = access_for(session, user)
+    return _home(request, session, access, courses.get_offering(session, access, offering_id))
+
+
+@router.post("/offerings/{offering_id}/assignments")
+def assign(request: Request, offering_id: RowId, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
+    """Assign a set (instructors), then go to its settings."""
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id, Action.ASSIGNMENTS)
+    problem_set = courses.problem_set_by_slug(session, _text(form, "problem_set"))
+    if not courses.may_assign(session, access, problem_set):
+        raise Forbidden("That set belongs to a course you do not teach.")
+    assignment = courses.assign(session, offering=offering, problem_set=problem_set)
+    session.commit()
+    return RedirectResponse(f"/assignments/{assignment.id}/settings", status_code=303)
+
+
+@router.post("/offerings/{offering_id}/join-code")
+def rotate_code(
+    request: Request, offering_id: RowId, form: CheckedForm, user: WebUser, session: WebSession
+) -> Response:
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id, Action.ROSTER)
+    courses.rotate_join_code(session, offering, enabled=_text(form, "enabled") != "off")
+    session.commit()
+    return RedirectResponse(f"/offerings/{offering_id}/roster", status_code=303)
+
+
+# --- roster --------------------------------------------------------------------------------------------------------
+
+
+def _roster_page(
+    request: Request, session: WebSession, access: Access, offering: Offering, status: int = 200, **extra: Any
+) -> Response:
+    return render(
+        request,
+        "courses/roster.html",
+        status,
+        offering=offering,
+        members=courses.members(session, offering),
+        can_edit=access.can(offering.id, Action.ROSTER),
+        **extra,
+    )
+
+
+@router.get("/offerings/{offering_id}/roster")
+def roster_page(request: Request, offering_id: RowId, user: WebUser, session: WebSession) -> Response:
+    """The roster (staff and observers), with the CSV import for instructors."""
+    access = access_for(session, user)
+    return _roster_page(request, session, access, courses.get_offering(session, access, offering_id, Action.GRADEBOOK))
+
+
+@router.post("/offerings/{offering_id}/roster")
+async def import_roster(
+    request: Request, offering_id: RowId, form: CheckedForm, user: WebUser, session: WebSession
+) -> Response:
+    """Preview a CSV (nothing written), then apply the previewed file in one transaction."""
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id, Action.ROSTER)
+    upload = form.get("file")
+    data = (await upload.read(5 * 1024 * 1024)) if isinstance(upload, UploadFile) else _text(form, "csv").encode()
+    drop = _text(form, "drop_missing") == "on"
+    try:
+        result = roster.diff(session, offering, roster.parse(data), drop_missing=drop)
+    except roster.RosterInvalid as exc:
+        return _roster_page(
+            request, session, access, offering, 422, error=exc.message, bad_rows=exc.extra.get("errors", [])
+        )
+    if _text(form, "apply") == "yes":
+        roster.apply(session, offering, result)
+        session.commit()
+        return _roster_page(request, session, access, offering, applied=result)
+    return _roster_page(
+        request, session, access, offering, preview=result, csv_text=data.decode("utf-8-sig"), drop=drop
+    )
+
+
+# --- assignment settings and overrides -----------------------------------------------------------------------------
+
+
+def _settings_page(
+    request: Request, session: WebSession, access: Access, assignment_id: int, status: int = 200, **extra: Any
+) -> Response:
+    assignment = courses.get_assignment(session, access, assignment_id, Action.VIEW_UNRELEASED)
+    offering = assignment.offering
+    members = {m.id: m for m in courses.members(session, offering)}
+    return render(
+        request,
+        "courses/assignment.html",
+        status,
+        a=assignment,
+        offering=offering,
+        releases=RELEASES,
+        counts=[c.value for c in Counts],
+        members=members,
+        can_edit=access.can(offering.id, Action.ASSIGNMENTS),
+        can_override=access.can(offering.id, Action.OVERRIDES),
+        local=_to_local,
+        **extra,
+    )
+
+
+# Blank fields: None means "unlimited" or "the set's own policy".
+_INTS: dict[str, int | None] = {"max_attempts": None, "max_late_days": None, "cooldown_s": 0}
+_FLOATS: dict[str, float | None] = {"late_penalty_per_day": None, "decay_per_attempt": 0.0}
+
+
+def _to_local(value: datetime | None, zone: str) -> str:
+    return value.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%dT%H:%M") if value else ""
+
+
+@router.get("/assignments/{assignment_id}/settings")
+def assignment_settings(request: Request, assignment_id: RowId, user: WebUser, session: WebSession) -> Response:
+    """Dates (in the offering's time zone), attempts, release policy, and the overrides (staff)."""
+    return _settings_page(request, session, access_for(session, user), assignment_id)
+
+
+@router.post("/assignments/{assignment_id}/settings")
+def save_settings(
+    request: Request, assignment_id: RowId, form: CheckedForm, user: WebUser, session: WebSession
+) -> Response:
+    access = access_for(session, user)
+    assignment = courses.get_assignment(session, access, assignment_id, Action.ASSIGNMENTS)
+    zone = assignment.offering.time_zone
+    raw: dict[str, Any] = {}
+    try:
+        for key in POLICY_KEYS:
+            text = _text(form, key)
+            if key in ("open_at", "due_at"):
+                raw[key] = _local(text, zone)
+            elif key in _INTS:
+                raw[key] = int(text) if text else _INTS[key]
+            elif key in _FLOATS:
+                raw[key] = float(text) if text else _FLOATS[key]
+            else:
+                raw[key] = text
+        policy = Policy.model_validate(raw).model_dump(exclude={"pinned_version", "problem_policies"})
+        courses.update_assignment(session, assignment, **policy)
+    except (ValueError, DomainError) as exc:
+        session.rollback()
+        message = exc.message if isinstance(exc, DomainError) else f"Not understood: {exc}"
+        return _settings_page(request, session, access, assignment_id, 422, error=message)
+    session.commit()
+    return _settings_page(request, session, access, assignment_id, saved=True)
+
+
+@router.post("/assignments/{assignment_id}/overrides")
+def add_override(
+    request: Request, assignment_id: RowId, form: CheckedForm, user: WebUser, session: WebSession
+) -> Response:
+    """An extension or extra attempts for one student (by email) or a section."""
+    access = access_for(session, user)
+    assignment = courses.get_assignment(session, access, assignment_id, Action.OVERRIDES)
+    try:
+        email = _text(form, "email")
+        member = courses.find_member(session, assignment.offering, member_id=None, email=email) if email else None
+        courses.set_override(
+            session,
+            assignment=assignment,
+            member=member,
+            section=_text(form, "section") or None,
+            due_at=_local(_text(form, "due_at"), assignment.offering.time_zone),
+            late_penalty_per_day=None,
+            extra_attempts=int(_text(form, "extra_attempts") or 0),
+            time_multiplier=1.0,
+            note=_text(form, "note")[:300],
+        )
+    except (ValueError, DomainError) as exc:
+        session.rollback()
+        message = exc.message if isinstance(exc, DomainError) else f"Not understood: {exc}"
+        return _settings_page(request, session, access, assignment_id, 422, override_error=message)
+    session.commit()
+    return RedirectResponse(f"/assignments/{assignment_id}/settings", status_code=303)
+
+
+# --- joining -------------------------------------------------------------------------------------------------------
+
+
+@router.get("/join/{code}")
+def join_page(request: Request, code: str, user: WebUser) -> Response:
+    return render(request, "courses/join.html", code=code[:32])
+
+
+@router.post("/join/{code}")
+def join(request: Request, code: str, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
+    member = courses.join(session, user=user, code=code[:32])
+    session.commit()
+    return RedirectResponse(f"/offerings/{member.offering_id}", status_code=303)

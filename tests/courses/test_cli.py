@@ -1,0 +1,53 @@
+"""The course commands end to end on a fresh SQLite database: course, offering, roster, assignment, override."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.cli.test_cli import run  # noqa: F401
+from tests.conftest import FIXTURE_SETS
+
+
+def test_a_course_from_the_shell(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    assert run("problems", "load", str(FIXTURE_SETS / "basic")).exit_code == 0
+    made = run("courses", "create", "nlp", "--title", "NLP")
+    assert made.exit_code == 0, made.output
+    offering = run(
+        "offerings", "create", "nlp", "2027-spring", "--title", "Spring 2027", "--time-zone", "Europe/Berlin"
+    )
+    assert offering.exit_code == 0, offering.output
+    offering_id = offering.output.split()[1]
+    listing = run("courses", "list")
+    assert "nlp: NLP" in listing.output and "2027-spring" in listing.output
+
+    roster = tmp_path / "roster.csv"
+    roster.write_bytes("\ufeffemail,section\nana@example.com,S1\nben@example.com,S2\nana@example.com,S1\n".encode())
+    bad = run("roster", "import", offering_id, str(roster), "--apply")
+    assert bad.exit_code == 1 and "line 4" in bad.output
+    roster.write_bytes("\ufeffemail,section\nana@example.com,S1\nben@example.com,S2\n".encode())
+    preview = run("roster", "import", offering_id, str(roster))
+    assert "2 added" in preview.output and "preview only" in preview.output
+    assert "0 members" in run("courses", "list").output.split("2027-spring")[1].splitlines()[0]
+    applied = run("roster", "import", offering_id, str(roster), "--apply")
+    assert applied.exit_code == 0 and "applied" in applied.output
+
+    added = run(
+        "assignments",
+        "add",
+        offering_id,
+        "basic",
+        "--due",
+        "2027-03-01T23:59+01:00",
+        "--max-attempts",
+        "3",
+        "--release-answer-key",
+        "after_due",
+    )
+    assert added.exit_code == 0, added.output
+    assignment_id = added.output.split()[1].rstrip(":")
+    assert run("assignments", "set", assignment_id, "--cooldown", "60").exit_code == 0
+    assert "attempts 3" in run("assignments", "list", offering_id).output
+    override = run("overrides", "add", assignment_id, "--email", "ana@example.com", "--due", "2027-03-03T23:59+01:00")
+    assert override.exit_code == 0, override.output
+    missing = run("overrides", "add", assignment_id, "--email", "nobody@example.com")
+    assert missing.exit_code == 1 and "not on this offering's roster" in missing.output
