@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
 from app.config import Settings
+from app.courses.access import access_for
 from app.db import utcnow
 from app.main import create_app
 from app.problemsets import storage
@@ -199,7 +200,13 @@ def test_error_event_when_grading_fails_for_good(accounts, basic_set, settings, 
         )
         receiver.secret = endpoint.secret
         sub, _ = submissions.create(
-            session, settings=settings, user=alice, problem_set="basic", problem_id="t2", answers={"b1": "B"}
+            session,
+            settings=settings,
+            user=alice,
+            access=access_for(session, alice),
+            problem_set="basic",
+            problem_id="t2",
+            answers={"b1": "B"},
         )
         sub_id = sub.id
         session.execute(update(ProblemSetVersion).values(archive=b"not a tar.gz"))  # grading cannot run
