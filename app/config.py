@@ -42,6 +42,11 @@ class Settings(BaseSettings):
         gt=0,
         description="renewed while grading; a job whose lease ran out (its worker died) is taken over",
     )
+    grade_answers_inline: bool = Field(
+        default=True,
+        description="grade fill-in answers in the API process right after storing them (queued first); "
+        "false sends every submission through the workers",
+    )
     max_grading_attempts: int = Field(default=3, ge=1, description="internal errors are retried this often")
     http_max_connections: int | None = Field(
         default=None, ge=1, description="HTTP connections held at once; default and cap: the open-file limit less 512"

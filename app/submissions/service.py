@@ -33,11 +33,13 @@ def create(
     source: Source = Source.API,
     idempotency_key: str | None = None,
     staff: bool | None = None,
+    not_before: datetime | None = None,
 ) -> tuple[Submission, bool]:
     """Validate and store a submission as queued. Returns (submission, created); a repeated key returns the first.
 
     ``staff`` (default: the user's role) lets instructors submit to hidden and closed sets; a token without the
-    instructor scope passes False.
+    instructor scope passes False. ``not_before`` keeps the workers off the new row until then (the API grades
+    fill-in answers itself meanwhile, app/worker/inline.py); a queued row's ``lease_until`` is its "not before".
     """
     staff = user.is_staff if staff is None else staff
     if idempotency_key:
@@ -73,13 +75,14 @@ def create(
     )
     submission = Submission(
         user_id=user.id,
-        problem_set_version_id=version.id,
+        problem_set_version=version,  # loaded already: grading it inline needs no query for it
         problem_id=problem_id,
         kind=kind_of(problem).takes,
         payload=payload,
         source=source,
         attempt=attempt,
         idempotency_key=idempotency_key,
+        lease_until=not_before,
     )
     session.add(submission)
     try:

@@ -8,10 +8,12 @@ from app.config import Settings
 from app.db import make_engine, make_session_factory
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.grading import GradingJob
+from app.worker.inline import InlineGrader
 
 
 class WorkerRuntime:
-    """Owns a database engine, its session factory, a lazily built code grader and the GradingJob using them."""
+    """Owns a database engine, its session factory, a lazily built code grader, the GradingJob using them and the
+    InlineGrader the API's requests use."""
 
     def __init__(
         self,
@@ -27,6 +29,8 @@ class WorkerRuntime:
         # `serve` hands over the grader it validated the shipped sets with, so grading starts on a warm sandbox.
         self.code_grader = code_grader or LazyCodeGrader(settings, slots=slots)
         self.job = GradingJob(settings, self.session_factory, self.code_grader, requeue=requeue)
+        # The API's requests grade fill-in answers themselves (app/worker/inline.py).
+        self.inline = InlineGrader(settings, self.job)
 
     def prewarm(self) -> None:
         """Start the sandbox now if the settings ask for it, so the first code submission does not wait."""
