@@ -94,7 +94,7 @@ def server(url: str, tmp: Path) -> Iterator[tuple[int, int]]:
     cmd = [sys.executable, "-m", "app.cli.main", "serve", "--port", str(port)]
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # a loaded machine takes a while to import torch
         while True:
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:

@@ -69,7 +69,7 @@ async def create_submission(
         # One trip to a worker thread: store, then grade a fill-in answer here (app/worker/inline.py) or hand the
         # submission to the workers.
         inline = request.app.state.runtime.inline
-        with request.app.state.session_factory() as session:
+        with request.app.state.runtime.write_gate, request.app.state.session_factory() as session:
             sub, created = service.create(
                 session,
                 settings=settings,
