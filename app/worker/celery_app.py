@@ -5,18 +5,12 @@ The database stays the source of truth: a task only carries an id, the worker cl
 conditional UPDATE as the embedded pool, so a redelivered task (at-least-once) never grades twice at once. A
 sweeper in each worker re-sends jobs whose message was lost (broker down at submit time, a worker killed
 mid-grading, an internal error to retry), so nothing stays queued forever.
-
-A worker killed mid-job: its message is unacknowledged (acks_late), and the broker hands it out again after the
-visibility timeout, which is set to the grading lease (a grading never runs longer), not Redis's default hour. A
-worker on the same host does not wait for that: every ``ORPHAN_SWEEP_S`` its sweeper requeues the jobs held by
-processes of this host that no longer exist (``requeue_orphans``, a grading attempt each) and sends them again.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -29,14 +23,13 @@ from app.config import Settings
 from app.db import session_scope, utcnow
 from app.submissions.events import redis_publisher
 from app.submissions.models import Submission
-from app.worker.claims import claim, claimable, lease_expired, requeue_orphans, worker_id
+from app.worker.claims import claim, claimable, lease_expired, worker_id
 from app.worker.runtime import WorkerRuntime
 
 log = logging.getLogger(__name__)
 TASK = "autograder.grade_submission"
 RETRY_DELAY_S = 5
 SWEEP_EVERY_S = 30.0
-ORPHAN_SWEEP_S = 5.0
 
 
 def make_celery(settings: Settings, runtime: WorkerRuntime | None = None) -> Celery:
@@ -50,9 +43,6 @@ def make_celery(settings: Settings, runtime: WorkerRuntime | None = None) -> Cel
         accept_content=["json"],  # never pickle
         task_default_queue="grading",
         broker_connection_retry_on_startup=True,
-        # An unacknowledged message (its worker died) is delivered again after this; a live worker's grading
-        # never outlasts the lease, and a redelivery of a job still held is skipped by the claim.
-        broker_transport_options={"visibility_timeout": settings.grading_lease_s + 60},
     )
     if runtime is not None:  # the API only sends the task by name: it never needs a runtime
 
@@ -98,20 +88,12 @@ def stranded(session_factory: sessionmaker[Session], older_than_s: float) -> lis
 
 def _sweep_forever(runtime: WorkerRuntime, stop: threading.Event) -> None:
     enqueue = make_enqueue(runtime.settings)
-    last_stranded = time.monotonic()
-    while not stop.wait(ORPHAN_SWEEP_S):
+    while not stop.wait(SWEEP_EVERY_S):
         try:
-            with session_scope(runtime.session_factory) as session:
-                orphans = requeue_orphans(session, runtime.settings.max_grading_attempts)
-            for submission_id in orphans:
-                log.warning("submission %s was held by a worker that died; sent again", submission_id)
+            for submission_id in stranded(runtime.session_factory, older_than_s=SWEEP_EVERY_S):
                 enqueue(submission_id)
-            if time.monotonic() - last_stranded >= SWEEP_EVERY_S:
-                last_stranded = time.monotonic()
-                for submission_id in stranded(runtime.session_factory, older_than_s=SWEEP_EVERY_S):
-                    enqueue(submission_id)
         except Exception:
-            log.exception("sweeper failed; trying again in %s s", ORPHAN_SWEEP_S)
+            log.exception("sweeper failed; trying again in %s s", SWEEP_EVERY_S)
 
 
 def run_worker(settings: Settings, concurrency: int) -> None:

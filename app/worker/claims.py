@@ -100,12 +100,11 @@ def renew(session: Session, submission_id: int, *, worker: str, lease_s: float) 
     return result.rowcount == 1  # type: ignore[attr-defined]
 
 
-def requeue_orphans(session: Session, max_attempts: int) -> list[int]:
-    """Requeue RUNNING jobs claimed by processes of this host that no longer exist (a crash or a kill -9); their ids.
+def requeue_orphans(session: Session, max_attempts: int) -> int:
+    """Requeue RUNNING jobs claimed by processes of this host that no longer exist (a crash or a kill -9).
 
     Each requeue counts as a grading attempt, so a submission that kills its worker every time ends in ERROR
-    instead of looping forever. The embedded pool runs this when it starts; each Celery worker every few seconds,
-    so a worker killed beside it has its job back without waiting for the lease.
+    instead of looping forever.
     """
     rows = session.execute(
         select(Submission.id, Submission.claimed_by).where(
@@ -120,13 +119,10 @@ def requeue_orphans(session: Session, max_attempts: int) -> list[int]:
             continue
         if pid != os.getpid() and not pid_alive(pid):
             dead.append(sub_id)
-    requeued = []
     for sub in session.scalars(select(Submission).where(Submission.id.in_(dead), Submission.status == Status.RUNNING)):
         sub.grading_attempts += 1
         sub.claimed_by, sub.lease_until = None, None
         sub.error = f"internal grading error (attempt {sub.grading_attempts}): the grading process died"
         sub.status = Status.ERROR if sub.grading_attempts >= max_attempts else Status.QUEUED
-        if sub.status == Status.QUEUED:
-            requeued.append(sub.id)
     session.commit()
-    return requeued
+    return len(dead)

@@ -25,7 +25,7 @@ class EmbeddedPool:
         with session_scope(self.job.session_factory) as session:
             requeued = requeue_orphans(session, self.job.settings.max_grading_attempts)
         if requeued:
-            log.warning("requeued %d submission(s) interrupted by a previous crash", len(requeued))
+            log.warning("requeued %d submission(s) interrupted by a previous crash", requeued)
         for slot in range(self.size):
             thread = threading.Thread(target=self._loop, args=(slot,), name=f"grader-{slot}", daemon=True)
             thread.start()
