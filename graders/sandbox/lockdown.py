@@ -28,6 +28,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 0x4000, 0x40000
 # What bubblewrap covers read-only in the jail's /proc: the fresh /proc below covers them the same way.
 PROC_COVERED = ("sys", "sysrq-trigger", "irq", "bus")
+PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 _MiB = 1024 * 1024
 
@@ -137,6 +138,10 @@ def no_new_privs() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    # Not dumpable: the kernel writes no core dump at all, not even to a pipe core_pattern (which ignores
+    # RLIMIT_CORE). Here, after the uid change, which resets the flag to fs.suid_dumpable; seccomp refuses to set it.
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
 def enter_workdir(path: str) -> None:

@@ -15,7 +15,7 @@ import os
 from dataclasses import asdict
 
 from graders.sandbox import uids
-from graders.sandbox.cgroups import CgroupV1, ChildCgroup
+from graders.sandbox.cgroups import ChildCgroup, SlotCgroups
 from graders.sandbox.channel import ChildChannel, widen_pipe
 from graders.sandbox.config import RunLimits, SandboxConfig
 from graders.sandbox.errors import SandboxError
@@ -28,7 +28,7 @@ ROLES = (STUDENT, ALONE, REFERENCE)
 
 
 class Slot:
-    def __init__(self, config: SandboxConfig, cgroups: CgroupV1 | None) -> None:
+    def __init__(self, config: SandboxConfig, cgroups: SlotCgroups | None) -> None:
         self.config, self.cgroups = config, cgroups
         self.leases: dict[str, uids.UidLease] = {}
         if config.sandboxed:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy
 import torch
 
-from graders.sandbox import child, codec, lockdown, wire
+from graders.sandbox import child, codec, lockdown, procfs, wire
 from graders.sandbox.pidns_init import ignores_sigchld, init_argv, run_init
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -67,15 +67,8 @@ def set_subreaper() -> None:
 
 
 def pids_of_uid(uid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
+    """By the real uid in /proc/PID/status: /proc/PID itself belongs to root for a child, which is not dumpable."""
+    return procfs.pids_of_uid(uid)
 
 
 def mount_workdir(path: str, size_mb: int, uid: int | None) -> None:

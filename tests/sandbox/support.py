@@ -60,7 +60,7 @@ def require_fork(grader) -> None:
 
 
 def jail_config(**kwargs: object) -> SandboxConfig:
-    return SandboxConfig(mode="bwrap", slots=1, **kwargs)  # type: ignore[arg-type]
+    return SandboxConfig(**{"mode": "bwrap", "slots": 1, **kwargs})  # type: ignore[arg-type]
 
 
 ATTACK_TEMPLATE = """
