@@ -44,8 +44,8 @@ class Settings(BaseSettings):
     )
     grade_answers_inline: bool = Field(
         default=True,
-        description="grade fill-in answers in the API process right after storing them (queued first); "
-        "false sends every submission through the workers",
+        description="embedded mode: grade fill-in answers in the API process right after storing them (queued "
+        "first); false sends every submission through the workers, as a broker does",
     )
     max_grading_attempts: int = Field(default=3, ge=1, description="internal errors are retried this often")
     min_free_disk_bytes: int = Field(

@@ -70,7 +70,9 @@ def _no_code_grader() -> CodeGraderLike:
 class InlineGrader:
     def __init__(self, settings: Settings, job: GradingJob, slots: int = INLINE_SLOTS) -> None:
         self.settings, self.job = settings, job
-        self.enabled = settings.grade_answers_inline
+        # Only in the embedded default: with a broker the workers grade everything, and a post made while the
+        # broker is down stays queued for the outbox (app/worker/outbox.py).
+        self.enabled = settings.grade_answers_inline and settings.broker_url is None
         self._slots = threading.BoundedSemaphore(slots)
 
     def not_before(self) -> datetime | None:

@@ -32,13 +32,8 @@ def test_submission_graded_by_celery_worker(tmp_path: Path, postgres_database: s
     from tests.conftest import _truncate_postgres
 
     _truncate_postgres(postgres_database)
-    # Fill-in answers are graded by the API itself by default (app/worker/inline.py); off, so the worker grades.
     settings = Settings(
-        data_dir=tmp_path / "data",
-        database_url=postgres_database,
-        broker_url=REDIS_URL,
-        secret_key="k" * 40,
-        grade_answers_inline=False,
+        data_dir=tmp_path / "data", database_url=postgres_database, broker_url=REDIS_URL, secret_key="k" * 40
     )
     sessions = make_session_factory(make_engine(postgres_database))
     with sessions() as session:

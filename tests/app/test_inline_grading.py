@@ -149,3 +149,10 @@ def test_a_code_submission_still_goes_to_the_workers(settings, accounts, session
         assert inline.try_grade(session, sub) is False
         sub_id = sub.id
     assert _row(sessions, sub_id).status == Status.QUEUED
+
+
+def test_with_a_broker_the_workers_grade_everything(settings, sessions) -> None:  # type: ignore[no-untyped-def]
+    # A post made while the broker is down must stay queued for the outbox; the scale-out workers grade it.
+    scale_out = settings.model_copy(update={"broker_url": "redis://127.0.0.1:1/0"})
+    assert InlineGrader(scale_out, GradingJob(scale_out, sessions, LazyCodeGrader(scale_out))).enabled is False
+    assert InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings))).enabled is True
