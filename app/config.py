@@ -42,6 +42,11 @@ class Settings(BaseSettings):
         gt=0,
         description="renewed while grading; a job whose lease ran out (its worker died) is taken over",
     )
+    grade_answers_inline: bool = Field(
+        default=True,
+        description="embedded mode: grade fill-in answers in the API process right after storing them (queued "
+        "first); false sends every submission through the workers, as a broker does",
+    )
     max_grading_attempts: int = Field(default=3, ge=1, description="internal errors are retried this often")
     min_free_disk_bytes: int = Field(
         default=64 << 20, ge=0, description="writes are refused with 507 while the data dir has less free; 0: off"

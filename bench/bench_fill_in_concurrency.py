@@ -95,7 +95,7 @@ def server(url: str, tmp: Path) -> Iterator[tuple[int, int]]:
     cmd = [sys.executable, "-m", "app.cli.main", "serve", "--port", str(port)]
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # a loaded machine takes a while to import torch
         while True:
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
@@ -120,11 +120,21 @@ async def load(port: int, token: str, clients: int, per_client: int) -> tuple[li
             for i in range(per_client):
                 problem, answers = CASES[(index + i) % len(CASES)]
                 started = time.perf_counter()
-                resp = await c.post(
-                    "/api/v1/submissions",
-                    params={"wait": 10},
-                    json={"problem_set": "ch9", "problem": problem, "answers": answers},
-                )
+                # A keep-alive connection the server closes as it is reused (its idle timeout) fails the post
+                # before it is read; sent again with the same Idempotency-Key it cannot be stored twice.
+                key = {"Idempotency-Key": uuid.uuid4().hex}
+                for retry in range(3):
+                    try:
+                        resp = await c.post(
+                            "/api/v1/submissions",
+                            params={"wait": 10},
+                            json={"problem_set": "ch9", "problem": problem, "answers": answers},
+                            headers=key,
+                        )
+                        break
+                    except httpx.TransportError:
+                        if retry == 2:
+                            raise
                 body = resp.json()
                 assert body["status"] == "graded" and body["final_score"] == body["max_score"], body
                 samples.append((time.perf_counter() - started) * 1000)
@@ -145,9 +155,11 @@ def main() -> None:
     levels = [int(x) for x in args.levels.split(",")]
     baseline = run_inprocess(load_problem_set(REPO_ROOT / "problems" / "ch9"), 500)
     per_second = 1000 / (sum(baseline) / len(baseline))
-    print(f"baseline: graders.grade in-process, {per_second:.0f} answers/s (p50 {percentile(baseline, 0.5):.2f} ms)")
+    per_answer_ms = 1000 / per_second
+    print(f"baseline: graders.grade in-process, {per_second:.0f} answers/s (p50 {percentile(baseline, 0.5):.2f} ms, "
+          f"{per_answer_ms:.2f} ms each)")  # fmt: skip
     print(f"{'backend':<10}{'clients':>8}{'answers':>9}{'graded/s':>10}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}"
-          f"{'server CPU ms/answer':>22}")  # fmt: skip
+          f"{'server CPU ms/answer':>22}{'in-process ms/answer':>22}")  # fmt: skip
     for backend in args.backends.split(","):
         with tempfile.TemporaryDirectory() as tmp_name, database(backend, Path(tmp_name)) as url:
             token = prepare(url)
@@ -158,7 +170,8 @@ def main() -> None:
                     cpu = (cpu_ms(pid) - before) / len(samples)
                     print(f"{backend:<10}{clients:>8}{len(samples):>9}{len(samples) / wall:>10.1f}"
                           f"{percentile(samples, 0.5):>9.1f}{percentile(samples, 0.95):>9.1f}"
-                          f"{percentile(samples, 0.99):>9.1f}{cpu:>22.2f}", flush=True)  # fmt: skip
+                          f"{percentile(samples, 0.99):>9.1f}{cpu:>22.2f}{per_answer_ms:>22.2f}",
+                          flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

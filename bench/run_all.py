@@ -1,7 +1,8 @@
 """Run every benchmark in bench/ in turn (`make bench`); each prints its numbers next to its own baseline.
 
-Every module named ``bench_*`` is run: bench_code_grading, bench_fill_in, bench_q5 and bench_timing_stability (the
-q5 timing check's verdicts, quiet and beside a CPU-bound process), and any added later.
+Every module named ``bench_*`` is run: bench_burst (P2: a burst of q5 submissions, embedded and Celery),
+bench_code_grading, bench_fill_in, bench_fill_in_concurrency (P3), bench_q5 and bench_timing_stability (the q5 timing
+check's verdicts, quiet and beside a CPU-bound process), and any added later.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC
+from datetime import UTC, datetime
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session, selectinload
@@ -38,12 +38,15 @@ def create(
     source: Source = Source.API,
     idempotency_key: str | None = None,
     offering_id: int | None = None,
+    not_before: datetime | None = None,
 ) -> tuple[Submission, bool]:
     """Validate and store a submission as queued. Returns (submission, created); a repeated key returns the first.
 
     The set is resolved to the caller's assignment (``offering_id`` when it is assigned in several of theirs).
     Students are held to its dates and attempt policy; staff (test runs) are not. An answer that cannot be read
-    is refused (InvalidFormat) before anything is stored, so it uses no attempt.
+    is refused (InvalidFormat) before anything is stored, so it uses no attempt. ``not_before`` keeps the workers
+    off the new row until then (the API grades fill-in answers itself meanwhile, app/worker/inline.py); a queued
+    row's ``lease_until`` is its "not before".
     """
     if idempotency_key:
         existing = session.scalar(
@@ -74,7 +77,7 @@ def create(
     def make(attempt: int) -> Submission:
         return Submission(
             user_id=user.id,
-            problem_set_version_id=version.id,
+            problem_set_version=version,  # loaded already: grading it inline needs no query for it
             assignment_id=assignment.id,
             problem_id=problem_id,
             kind=kind_of(problem).takes,
@@ -82,6 +85,7 @@ def create(
             source=source,
             attempt=attempt,
             idempotency_key=idempotency_key,
+            lease_until=not_before,
         )
 
     def idempotent_winner() -> Submission | None:

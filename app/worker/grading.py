@@ -63,7 +63,7 @@ class GradingJob:
                 labels = _labels(loaded, problem_id)
                 result = grade_submission(loaded, problem_id, payload, self.code_grader)
             if self._record(submission_id, worker, result, penalty):
-                self._finished(submission_id)
+                self.announce_finished(submission_id)
                 observe.graded(submission_id, worker, labels, result, time.perf_counter() - start)
         except Exception as exc:
             observe.failed(submission_id, worker, labels, exc, time.perf_counter() - start)
@@ -83,7 +83,8 @@ class GradingJob:
             loaded = loaded_version(self.settings, version)
             return loaded, sub.problem_id, dict(sub.payload), grading_penalties(session, sub, loaded.spec)
 
-    def _finished(self, submission_id: int) -> None:
+    def announce_finished(self, submission_id: int) -> None:
+        """Wake whoever waits for this submission's grade (a ?wait request); never raises."""
         if self.on_finished is not None:
             try:
                 self.on_finished(submission_id)
@@ -98,45 +99,10 @@ class GradingJob:
                 log.warning("submission %s was taken over while grading; result dropped", submission_id)
                 return False
             previous = session.scalar(select(Grade).where(Grade.submission_id == submission_id))
-            # A regrade replaces the automatic part only: what an instructor scored by hand stays.
-            manual = (
-                (previous.manual_score, previous.manual_feedback, previous.manual_graded_by_id)
-                if previous is not None
-                else (None, None, None)
-            )
+            rows = result_rows(submission_id, result, penalties, previous)  # before the delete: it reads previous
             session.execute(delete(CheckResultRow).where(CheckResultRow.submission_id == submission_id))
             session.execute(delete(Grade).where(Grade.submission_id == submission_id))
-            for position, check in enumerate(result.checks):
-                session.add(
-                    CheckResultRow(
-                        submission_id=submission_id,
-                        position=position,
-                        name=check.name,
-                        category=check.category,
-                        passed=check.passed,
-                        score=check.score,
-                        max_score=check.max_score,
-                        feedback=storable(check.feedback),
-                        visibility=str(check.visibility),
-                        duration_ms=check.duration_ms,
-                    )
-                )
-            grade = Grade(
-                submission_id=submission_id,
-                auto_score=result.score,
-                max_score=result.max_score,
-                verdict=str(result.verdict),
-                message=storable(result.message),
-                grader_version=GRADER_VERSION,
-                late_penalty=penalties.late,
-                attempt_decay=penalties.decay,
-                manual_score=manual[0],
-                manual_feedback=manual[1],
-                manual_graded_by_id=manual[2],
-            )
-            # A regrade of a hand-graded submission is no longer pending: the verdict describes the final score.
-            grade.settle_pending()
-            session.add(grade)
+            session.add_all(rows)
             sub.status, sub.graded_at, sub.lease_until, sub.error = Status.GRADED, utcnow(), None, None
             # In the grade's own transaction: a committed grade always has its webhook deliveries queued.
             event = "submission.regraded" if previous is not None else "submission.graded"
@@ -160,7 +126,7 @@ class GradingJob:
             # right now will likely fail again at once.
             sub.lease_until = utcnow() + timedelta(seconds=retry_delay_s(sub.grading_attempts)) if requeued else None
         if not requeued:
-            self._finished(submission_id)
+            self.announce_finished(submission_id)
         if requeued and self.requeue is not None:
             self.requeue(submission_id)
 
@@ -168,6 +134,46 @@ class GradingJob:
 def _labels(loaded: LoadedSet, problem_id: str) -> observe.JobLabels:
     problem = loaded.spec.problem(problem_id)
     return observe.JobLabels(loaded.spec.id, problem_id, problem.kind if problem is not None else "unknown")
+
+
+def result_rows(
+    submission_id: int, result: GradeResult, penalties: Penalties, previous: Grade | None = None
+) -> list[CheckResultRow | Grade]:
+    """The check rows and the grade of one grading (the grade last); ``previous`` is the grade a regrade replaces."""
+    rows: list[CheckResultRow | Grade] = [
+        CheckResultRow(
+            submission_id=submission_id,
+            position=position,
+            name=check.name,
+            category=check.category,
+            passed=check.passed,
+            score=check.score,
+            max_score=check.max_score,
+            feedback=storable(check.feedback),
+            visibility=str(check.visibility),
+            duration_ms=check.duration_ms,
+        )
+        for position, check in enumerate(result.checks)
+    ]
+    # A regrade replaces the automatic part only: what an instructor scored by hand stays.
+    grade = Grade(
+        submission_id=submission_id,
+        auto_score=result.score,
+        max_score=result.max_score,
+        verdict=str(result.verdict),
+        message=storable(result.message),
+        grader_version=GRADER_VERSION,
+        late_penalty=penalties.late,
+        attempt_decay=penalties.decay,
+        graded_at=utcnow(),
+        manual_score=previous.manual_score if previous is not None else None,
+        manual_feedback=previous.manual_feedback if previous is not None else None,
+        manual_graded_by_id=previous.manual_graded_by_id if previous is not None else None,
+    )
+    # A regrade of a hand-graded submission is no longer pending: the verdict describes the final score.
+    grade.settle_pending()
+    rows.append(grade)
+    return rows
 
 
 class Heartbeat:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable
+from typing import Any
 
 from app.config import Settings
 from app.db import make_engine, make_session_factory
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.grading import GradingJob
+from app.worker.inline import InlineGrader
 
 
 class WorkerRuntime:
-    """Owns a database engine, its session factory, a lazily built code grader and the GradingJob using them."""
+    """Owns a database engine, its session factory, a lazily built code grader, the GradingJob using them and the
+    InlineGrader the API's requests use."""
 
     def __init__(
         self,
@@ -27,6 +32,14 @@ class WorkerRuntime:
         # `serve` hands over the grader it validated the shipped sets with, so grading starts on a warm sandbox.
         self.code_grader = code_grader or LazyCodeGrader(settings, slots=slots)
         self.job = GradingJob(settings, self.session_factory, self.code_grader, requeue=requeue)
+        # The API's requests grade fill-in answers themselves (app/worker/inline.py).
+        self.inline = InlineGrader(settings, self.job)
+        # SQLite has one writer. The API's requests that store (and grade) a submission take turns here, woken as
+        # soon as the one before commits, rather than in SQLite's busy handler, which sleeps up to 100 ms between
+        # tries: under 50 concurrent posts that made the slowest wait seconds.
+        self.write_gate: contextlib.AbstractContextManager[Any] = (
+            threading.Lock() if self.engine.dialect.name == "sqlite" else contextlib.nullcontext()
+        )
 
     def prewarm(self) -> None:
         """Start the sandbox now if the settings ask for it, so the first code submission does not wait."""

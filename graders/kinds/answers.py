@@ -96,6 +96,9 @@ def part_view(part_id: str, spec: AnswerSpec) -> dict[str, Any]:
 
 class _AnswersKind(ProblemKind):
     takes = "answers"
+    # Pure graders over short strings; a symbolic part that the numeric check cannot decide goes to the bounded
+    # SymPy worker pool, which has its own time limit.
+    grades_in_process = True
 
     def parts(self, problem: Any) -> list[AnswerSpec]:
         """The parts that are graded part by part."""

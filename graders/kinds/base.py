@@ -8,7 +8,9 @@ A kind names its model (the pydantic type in problemset.yaml) and says:
 - ``grade``: grades a stored payload;
 - ``validate``: what must hold before students see the set (answer cases, the mutant gate) and how many points
   the problem is worth;
-- ``view``: the kind's own fields of the student view (never answers, checks, solutions or mutants).
+- ``view``: the kind's own fields of the student view (never answers, checks, solutions or mutants);
+- ``grades_in_process``: grading is plain Python over the payload (no sandbox, milliseconds at most), so the
+  service may grade a new submission in the thread that stored it instead of sending it through the queue.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class ValidateContext:
 class ProblemKind(ABC):
     model: ClassVar[type[ProblemBase]]
     takes: ClassVar[Takes]
+    grades_in_process: ClassVar[bool] = False
 
     @property
     def name(self) -> str:

@@ -1,0 +1,158 @@
+"""Fill-in answers are graded in the request's thread (app/worker/inline.py): stored queued first, graded once,
+and left to the workers, with their retry accounting, whenever the request cannot grade them."""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select, update
+
+from app.main import create_app
+from app.problemsets import service as sets
+from app.problemsets import storage
+from app.problemsets.models import ProblemSetVersion
+from app.submissions import service
+from app.submissions.models import CheckResultRow, Grade, Status, Submission
+from app.users.models import User
+from app.worker.claims import claim, claim_next
+from app.worker.code_grader import LazyCodeGrader
+from app.worker.grading import GradingJob
+from app.worker.inline import InlineGrader
+from tests.conftest import FIXTURE_SETS
+
+BODY = {"problem_set": "basic", "problem": "t1", "answers": {"b1": "encoder", "b2": "32"}}
+
+
+def _row(sessions, sub_id: int) -> Submission:  # type: ignore[no-untyped-def]
+    with sessions() as session:
+        sub = session.get(Submission, sub_id)
+        assert sub is not None
+        session.expunge(sub)
+        return sub
+
+
+def _counts(sessions, sub_id: int) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    with sessions() as session:
+        checks = session.scalar(select(func.count()).where(CheckResultRow.submission_id == sub_id))
+        grades = session.scalar(select(func.count()).where(Grade.submission_id == sub_id))
+        return int(checks or 0), int(grades or 0)
+
+
+def test_a_fill_in_answer_is_graded_in_the_request_without_a_worker(client, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
+    resp = client.post("/api/v1/submissions", json=BODY, headers=accounts["alice"].headers)  # no ?wait
+    body = resp.json()
+    assert resp.status_code == 202 and resp.headers["Location"] == f"/api/v1/submissions/{body['id']}"
+    assert body["status"] == "graded" and body["final_score"] == body["max_score"] == 3.0
+    assert [c["passed"] for c in body["checks"]] == [True, True]
+    row = _row(sessions, body["id"])
+    # Never claimed: no worker id, no lease, no attempt counted.
+    assert row.claimed_by is None and row.lease_until is None and row.grading_attempts == 0
+    assert row.started_at is not None and row.graded_at is not None
+    assert _counts(sessions, body["id"]) == (2, 1)
+    # What the response showed is what a later read shows.
+    again = client.get(f"/api/v1/submissions/{body['id']}", headers=accounts["alice"].headers).json()
+    assert {k: again[k] for k in ("status", "score", "final_score", "checks")} == {
+        k: body[k] for k in ("status", "score", "final_score", "checks")
+    }
+
+
+def test_with_inline_grading_off_the_workers_grade_it(settings, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
+    app = create_app(settings.model_copy(update={"grade_answers_inline": False}))
+    with TestClient(app) as client:
+        body = client.post(
+            "/api/v1/submissions", json=BODY, params={"wait": 30}, headers=accounts["alice"].headers
+        ).json()
+    assert body["status"] == "graded" and body["final_score"] == 3.0
+    assert (_row(sessions, body["id"]).claimed_by or "").endswith(":0")  # the embedded worker's slot 0
+
+
+def test_concurrent_answers_are_each_graded_exactly_once(client, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
+    headers = accounts["alice"].headers
+
+    def post(i: int) -> dict:  # type: ignore[type-arg]
+        answers = {"b1": "encoder" if i % 2 else "decoder", "b2": "32"}
+        return client.post("/api/v1/submissions", json={**BODY, "answers": answers}, params={"wait": 30},
+                           headers=headers).json()  # fmt: skip
+
+    with ThreadPoolExecutor(8) as pool:
+        bodies = list(pool.map(post, range(40)))
+    assert all(b["status"] == "graded" for b in bodies)
+    assert sorted(b["final_score"] for b in bodies) == [2.0] * 20 + [3.0] * 20
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Grade)) == 40
+        assert session.scalar(select(func.count()).select_from(CheckResultRow)) == 80
+
+
+def test_a_row_a_worker_claimed_first_is_not_graded_again(settings, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
+    inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
+    with sessions() as session:
+        alice = session.get(User, accounts["alice"].id)
+        sub, _ = service.create(session, settings=settings, user=alice, problem_set="basic", problem_id="t1",
+                                answers=BODY["answers"])  # fmt: skip
+        sub_id = sub.id
+        assert claim(session, sub_id, worker="w:1:0", lease_s=60, max_attempts=3)
+        assert inline.try_grade(session, sub) is False
+    row = _row(sessions, sub_id)
+    assert row.status == Status.RUNNING and row.claimed_by == "w:1:0"
+    assert _counts(sessions, sub_id) == (0, 0)
+
+
+def test_a_new_answer_is_held_from_the_workers_while_the_request_grades_it(settings, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
+    inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
+    with sessions() as session:
+        alice = session.get(User, accounts["alice"].id)
+        sub, _ = service.create(session, settings=settings, user=alice, problem_set="basic", problem_id="t1",
+                                answers=BODY["answers"], not_before=inline.not_before())  # fmt: skip
+        sub_id = sub.id
+        assert claim_next(session, worker="w:1:0", lease_s=60, max_attempts=3) is None  # held
+        inline.release(session, sub_id)
+        assert claim_next(session, worker="w:1:0", lease_s=60, max_attempts=3) == sub_id
+
+
+def test_a_failed_inline_grading_is_left_queued_for_the_workers(client, accounts, basic_set, settings, sessions):  # type: ignore[no-untyped-def]
+    client.post("/api/v1/submissions", json=BODY, headers=accounts["alice"].headers)  # unpacks the set once
+    # The stored archive is damaged and the unpacked copy is gone: neither the request nor a worker can grade.
+    with sessions() as session:
+        session.execute(update(ProblemSetVersion).values(archive=b"not a tar.gz"))
+        session.commit()
+    storage._cache.clear()
+    shutil.rmtree(settings.data_dir / "sets", ignore_errors=True)
+    inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
+    with sessions() as session:
+        alice = session.get(User, accounts["alice"].id)
+        version = session.scalar(select(ProblemSetVersion))
+        assert version is not None
+        sub = Submission(user_id=alice.id, problem_set_version=version, problem_id="t1", kind="answers",
+                         payload={"answers": BODY["answers"]}, attempt=9, lease_until=inline.not_before())  # fmt: skip
+        session.add(sub)
+        session.commit()
+        sub_id = sub.id
+        assert inline.try_grade(session, sub) is False
+        inline.release(session, sub_id)
+    row = _row(sessions, sub_id)
+    # Untouched: queued, claimable now, no attempt counted; the workers' retries decide what happens next.
+    assert row.status == Status.QUEUED and row.lease_until is None and row.grading_attempts == 0
+    assert row.started_at is None and _counts(sessions, sub_id) == (0, 0)
+
+
+def test_a_code_submission_still_goes_to_the_workers(settings, accounts, sessions):  # type: ignore[no-untyped-def]
+    with sessions() as session:
+        sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+        session.commit()
+    inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
+    with sessions() as session:
+        alice = session.get(User, accounts["alice"].id)
+        sub, _ = service.create(session, settings=settings, user=alice, problem_set="codeset", problem_id="c1",
+                                code="def add(a, b):\n    return a + b\n")  # fmt: skip
+        assert inline.try_grade(session, sub) is False
+        sub_id = sub.id
+    assert _row(sessions, sub_id).status == Status.QUEUED
+
+
+def test_with_a_broker_the_workers_grade_everything(settings, sessions) -> None:  # type: ignore[no-untyped-def]
+    # A post made while the broker is down must stay queued for the outbox; the scale-out workers grade it.
+    scale_out = settings.model_copy(update={"broker_url": "redis://127.0.0.1:1/0"})
+    assert InlineGrader(scale_out, GradingJob(scale_out, sessions, LazyCodeGrader(scale_out))).enabled is False
+    assert InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings))).enabled is True
