@@ -60,7 +60,7 @@ class GradingJob:
                 if claimed is None:
                     return
                 loaded, problem_id, payload, penalty = claimed
-                labels = _labels(loaded, problem_id)
+                labels = job_labels(loaded, problem_id)
                 result = grade_submission(loaded, problem_id, payload, self.code_grader)
             if self._record(submission_id, worker, result, penalty):
                 self.announce_finished(submission_id)
@@ -131,7 +131,7 @@ class GradingJob:
             self.requeue(submission_id)
 
 
-def _labels(loaded: LoadedSet, problem_id: str) -> observe.JobLabels:
+def job_labels(loaded: LoadedSet, problem_id: str) -> observe.JobLabels:
     problem = loaded.spec.problem(problem_id)
     return observe.JobLabels(loaded.spec.id, problem_id, problem.kind if problem is not None else "unknown")
 

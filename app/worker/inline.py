@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -36,7 +37,9 @@ from app.courses.penalties import grading_penalties
 from app.db import utcnow
 from app.problemsets.service import loaded_version
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
-from app.worker.grading import GradingJob, result_rows
+from app.webhooks.service import enqueue_event
+from app.worker import observe
+from app.worker.grading import GradingJob, job_labels, result_rows
 from graders.code.runner import CodeGraderLike
 from graders.code.verdicts import loggable
 from graders.grade import grade_submission
@@ -92,7 +95,8 @@ class InlineGrader:
         """Grade and record a submission that ``session`` just stored; False leaves it queued for the workers."""
         if not self.enabled:
             return False
-        sub_id = sub.id  # a rollback expires the instance
+        sub_id, user_id = sub.id, sub.user_id  # a rollback expires the instance
+        start = time.perf_counter()
         try:
             loaded = loaded_version(self.settings, sub.problem_set_version)
             problem = loaded.spec.problem(sub.problem_id)
@@ -115,6 +119,8 @@ class InlineGrader:
             if len(rows) > 1:
                 connection.execute(_INSERT_CHECK, [_values(row) for row in rows[:-1]])
             connection.execute(_INSERT_GRADE, [_values(rows[-1])])
+            # In the grade's own transaction, as the workers do: a committed grade always has its deliveries queued.
+            enqueue_event(session, user_id=user_id, event_type="submission.graded", submission_id=sub_id)
             session.commit()
         except Exception as exc:
             session.rollback()
@@ -127,6 +133,7 @@ class InlineGrader:
         set_committed_value(sub, "checks", rows[:-1])
         set_committed_value(sub, "grade", rows[-1])
         self.job.announce_finished(sub_id)
+        observe.graded(sub_id, "inline", job_labels(loaded, sub.problem_id), result, time.perf_counter() - start)
         return True
 
 

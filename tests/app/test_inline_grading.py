@@ -6,9 +6,12 @@ from __future__ import annotations
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 
+from app.config import Settings
+from app.courses.access import access_for
 from app.main import create_app
 from app.problemsets import service as sets
 from app.problemsets import storage
@@ -21,6 +24,13 @@ from app.worker.code_grader import LazyCodeGrader
 from app.worker.grading import GradingJob
 from app.worker.inline import InlineGrader
 from tests.conftest import FIXTURE_SETS
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    # Bursts of 40 answers from one token: the per-token rate limit (tests/ops) is not what these tests are about.
+    return settings.model_copy(update={"rate_limits": False})
+
 
 BODY = {"problem_set": "basic", "problem": "t1", "answers": {"b1": "encoder", "b2": "32"}}
 
@@ -89,8 +99,15 @@ def test_a_row_a_worker_claimed_first_is_not_graded_again(settings, accounts, ba
     inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
     with sessions() as session:
         alice = session.get(User, accounts["alice"].id)
-        sub, _ = service.create(session, settings=settings, user=alice, problem_set="basic", problem_id="t1",
-                                answers=BODY["answers"])  # fmt: skip
+        sub, _ = service.create(
+            session,
+            settings=settings,
+            user=alice,
+            access=access_for(session, alice),
+            problem_set="basic",
+            problem_id="t1",
+            answers=BODY["answers"],
+        )
         sub_id = sub.id
         assert claim(session, sub_id, worker="w:1:0", lease_s=60, max_attempts=3)
         assert inline.try_grade(session, sub) is False
@@ -103,8 +120,16 @@ def test_a_new_answer_is_held_from_the_workers_while_the_request_grades_it(setti
     inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
     with sessions() as session:
         alice = session.get(User, accounts["alice"].id)
-        sub, _ = service.create(session, settings=settings, user=alice, problem_set="basic", problem_id="t1",
-                                answers=BODY["answers"], not_before=inline.not_before())  # fmt: skip
+        sub, _ = service.create(
+            session,
+            settings=settings,
+            user=alice,
+            access=access_for(session, alice),
+            problem_set="basic",
+            problem_id="t1",
+            answers=BODY["answers"],
+            not_before=inline.not_before(),
+        )
         sub_id = sub.id
         assert claim_next(session, worker="w:1:0", lease_s=60, max_attempts=3) is None  # held
         inline.release(session, sub_id)
@@ -144,8 +169,15 @@ def test_a_code_submission_still_goes_to_the_workers(settings, accounts, session
     inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
     with sessions() as session:
         alice = session.get(User, accounts["alice"].id)
-        sub, _ = service.create(session, settings=settings, user=alice, problem_set="codeset", problem_id="c1",
-                                code="def add(a, b):\n    return a + b\n")  # fmt: skip
+        sub, _ = service.create(
+            session,
+            settings=settings,
+            user=alice,
+            access=access_for(session, alice),
+            problem_set="codeset",
+            problem_id="c1",
+            code="def add(a, b):\n    return a + b\n",
+        )
         assert inline.try_grade(session, sub) is False
         sub_id = sub.id
     assert _row(sessions, sub_id).status == Status.QUEUED

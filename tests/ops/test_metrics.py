@@ -81,8 +81,8 @@ def test_grading_and_http_metrics_move(client, accounts, basic_set, sessions) ->
 
 
 def test_queue_depth_and_oldest_age(settings: Settings, accounts, basic_set, sessions) -> None:  # type: ignore[no-untyped-def]
-    # No workers: what is submitted stays queued.
-    with TestClient(create_app(settings.model_copy(update={"workers": 0}))) as client:
+    # No workers, and answers not graded by the request (app/worker/inline.py): what is submitted stays queued.
+    with TestClient(create_app(settings.model_copy(update={"workers": 0, "grade_answers_inline": False}))) as client:
         body = {"problem_set": basic_set, "problem": "t1", "answers": ANSWERS}
         for _ in range(3):
             assert client.post("/api/v1/submissions", json=body, headers=accounts["bob"].headers).status_code == 202
