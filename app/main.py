@@ -22,6 +22,7 @@ from app.request_id import RequestIdMiddleware
 from app.submissions.events import GradeEvents, RedisRelay
 from app.submissions.router import router as submissions_router
 from app.users.router import router as users_router
+from app.web.too_large import HtmlTooLarge
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.pool import EmbeddedPool
 from app.worker.runtime import WorkerRuntime
@@ -83,6 +84,7 @@ def create_app(
         return settings.max_upload_bytes if is_upload else settings.max_body_bytes
 
     app.add_middleware(BodySizeLimit, limit_for=limit_for)
+    app.add_middleware(HtmlTooLarge)  # pages get an HTML 413, the API keeps its JSON
     app.add_middleware(
         SessionMiddleware,
         secret_key=settings.resolved_secret_key(),

@@ -23,6 +23,14 @@ from graders.answers.essay import grade_essay
 from graders.answers.identifier import grade_identifier
 from graders.answers.matrix import grade_matrix
 from graders.answers.numeric import grade_numeric
+from graders.answers.preview import (
+    Preview,
+    preview_matrix,
+    preview_numeric,
+    preview_shape,
+    preview_size,
+    preview_symbolic,
+)
 from graders.answers.shape import grade_shape
 from graders.answers.size import grade_size
 from graders.answers.specs import (
@@ -56,6 +64,8 @@ class AnswerKind:
         widget: how the answer form shows the blank.
         auto: False for kinds scored by hand (essays): stored, scored 0 automatically, awaiting a rubric grade.
         view: extra fields of the student view for a part of this kind (never the answer).
+        preview: how the form shows what was typed before it is submitted (parsed, never compared with the answer);
+            None for kinds whose text is shown as typed.
     """
 
     spec: type[AnswerSpec]
@@ -64,6 +74,7 @@ class AnswerKind:
     widget: Widget = "line"
     auto: bool = True
     view: Callable[[Any], dict[str, Any]] = field(default=lambda spec: {})
+    preview: Callable[[str, Any], Preview] | None = None
 
     @property
     def name(self) -> str:
@@ -156,6 +167,8 @@ def _choice_hint(spec: ChoiceSpec) -> str:
     return "choose all that apply" if spec.multi else "choose one"
 
 
+# Format hints show the form a blank accepts with neutral values: never a shipped answer (a shared example such as
+# sqrt(d_k) *is* one blank's answer) and never a form the grader refuses (letters in a shape, MB where MiB is meant).
 for _kind in (
     AnswerKind(TextSpec, grade_text, "word or phrase"),
     AnswerKind(
@@ -165,11 +178,11 @@ for _kind in (
         widget="options",
         view=lambda spec: {"options": spec.options, "multi": spec.multi},
     ),
-    AnswerKind(NumericSpec, grade_numeric, "number, e.g. 0.5 or 2^5"),
-    AnswerKind(MatrixSpec, grade_matrix, "matrix, e.g. [[1, 2], [3, 4]]", widget="matrix"),
-    AnswerKind(ShapeSpec, grade_shape, "shape, e.g. (B, T, d)"),
-    AnswerKind(SizeSpec, grade_size, "size with unit, e.g. 4 MB"),
-    AnswerKind(SymbolicSpec, grade_symbolic, "expression, e.g. sqrt(d_k)"),
+    AnswerKind(NumericSpec, grade_numeric, "number, e.g. 0.75 or 3^4", preview=preview_numeric),
+    AnswerKind(MatrixSpec, grade_matrix, "matrix, e.g. [[1, 2], [3, 4]]", widget="matrix", preview=preview_matrix),
+    AnswerKind(ShapeSpec, grade_shape, "shape in numbers, e.g. 2×3×4 or (2, 3, 4)", preview=preview_shape),
+    AnswerKind(SizeSpec, grade_size, "size with its unit, e.g. 1.5 KiB or 512 B", preview=preview_size),
+    AnswerKind(SymbolicSpec, grade_symbolic, "formula, e.g. a*b^2 or \\frac{a}{2}", preview=preview_symbolic),
     AnswerKind(IdentifierSpec, grade_identifier, "name"),
     AnswerKind(EssaySpec, grade_essay, "written answer", widget="essay", auto=False),
 ):

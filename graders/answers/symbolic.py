@@ -100,7 +100,7 @@ def grade_symbolic(submitted: str, spec: SymbolicSpec) -> PartResult:
     except UnknownName as err:
         return wrong(_unknown_name_feedback(err.name, symbols))
     except ExprSyntaxError as err:
-        return wrong(f"expected a formula such as sqrt(d_k), got {quote(submitted)}: {err}")
+        return wrong(f"expected a formula such as a*b^2, got {quote(submitted)}: {err}")
     except ExprError as err:
         return wrong(f"{COULD_NOT_EVALUATE}: {err}")
     normalized = ast.unparse(student)
