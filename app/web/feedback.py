@@ -39,12 +39,17 @@ class Summary:
     lines: list[Line]
 
 
+LONG_SENTENCE = 90  # past this, a sentence with "cause: numbers" keeps the cause and folds the numbers away
+
+
 def split_feedback(text: str) -> Line:
     text = text.strip()
     match = _SENTENCE_END.search(text)
-    if match is None:
-        return Line(round_numbers(text), "")
-    return Line(round_numbers(text[: match.start()].strip()), round_numbers(text[match.end() :].strip()))
+    head, rest = (text, "") if match is None else (text[: match.start()].strip(), text[match.end() :].strip())
+    if len(head) > LONG_SENTENCE and ": " in head:
+        head, tail = head.split(": ", 1)
+        rest = f"{tail}\n{rest}".strip()
+    return Line(round_numbers(head), round_numbers(rest))
 
 
 def summarize(checks: Sequence[CheckPublic]) -> Summary:
@@ -62,4 +67,14 @@ def summarize(checks: Sequence[CheckPublic]) -> Summary:
             for c, line in zip(checks, lines, strict=True)
         ]
         return Summary(first_line.sentence, f"all {len(failing)} failing checks", lines)
-    return Summary(first_line.sentence, first.name, lines)
+    # A failure repeating an earlier check's message (a basic case every later check needs) points back to it.
+    seen: dict[str, str] = {}
+    out = []
+    for c, line in zip(checks, lines, strict=True):
+        if c.passed is False and c.category != "manual" and c.feedback in seen:
+            out.append(Line(f"same cause as {seen[c.feedback]}", ""))
+            continue
+        if c.passed is False:
+            seen.setdefault(c.feedback, c.name)
+        out.append(line)
+    return Summary(first_line.sentence, first.name, out)

@@ -13,6 +13,7 @@ from app.deps import RowId
 from app.errors import Invalid
 from app.gradebook import service as gradebook
 from app.gradebook.stats import set_stats
+from app.problemsets import refused
 from app.problemsets import service as sets
 from app.web import page_context
 from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings
@@ -23,9 +24,9 @@ router = APIRouter(route_class=WebRoute)
 
 
 def _instructor_page(request: Request, session: WebSession, status: int = 200, **context: Any) -> Response:
-    return render(
-        request, "instructor/index.html", status, sets=sets.list_sets(session, include_hidden=True), **context
-    )
+    listed = sets.list_sets(session, include_hidden=True)
+    refused_sets = refused.listed(request.app.state.settings)
+    return render(request, "instructor/index.html", status, sets=listed, refused=refused_sets, **context)
 
 
 @router.get("/instructor")
@@ -76,14 +77,21 @@ def upload(
 
 @router.get("/instructor/sets/{slug}/gradebook")
 def gradebook_page(request: Request, slug: str, user: WebInstructor, session: WebSession) -> Response:
-    """The gradebook table, the CSV link, per-question statistics and what awaits manual grading."""
-    return render(
-        request,
-        "instructor/gradebook.html",
-        book=gradebook.gradebook(session, slug=slug),
-        stats=set_stats(session, slug=slug),
-        awaiting=gradebook.awaiting_manual(session, slug=slug),
-    )
+    """The gradebook table, the CSV link, per-question statistics and what awaits manual grading.
+
+    A cell whose best attempt waits for hand grading shows "pending", not its automatic 0, and the row's total
+    leaves it out until it is graded.
+    """
+    book = gradebook.gradebook(session, slug=slug)
+    awaiting = gradebook.awaiting_manual(session, slug=slug)
+    # awaiting_manual lists each student's latest graded attempt that nobody has scored by hand yet.
+    pending = {(a.user_id, a.problem) for a in awaiting}
+    totals = {
+        row.user_id: sum(c.best_score or 0.0 for pid, c in row.cells.items() if (row.user_id, pid) not in pending)
+        for row in book.students
+    }
+    return render(request, "instructor/gradebook.html", book=book, stats=set_stats(session, slug=slug),
+                  awaiting=awaiting, pending=pending, totals=totals)  # fmt: skip
 
 
 @router.post("/submissions/{submission_id}/regrade")

@@ -99,7 +99,9 @@ def test_code_grade_arrives_in_place_with_one_headline(new_page: Any, tmp_path: 
     if details.count():
         expect(details.first).not_to_have_attribute("open", "")
         for text in page.locator(".feedback-detail").all_text_contents():
-            assert not re.search(r"\d\.\d{4,}", text), text
+            for number in re.findall(r"\d+\.\d+", text):
+                digits = number.replace(".", "").lstrip("0")
+                assert len(digits) <= 3, f"{number} in {text!r}"
     shot(page, "07-attention-q5-code-feedback")
     check_a11y(page, "07-attention-q5-code-feedback")
 
@@ -137,7 +139,7 @@ def test_pending_hand_grading_is_not_a_zero(new_page: Any) -> None:
     expect(page.locator("tbody tr").first).to_contain_text("pending")
     expect(page.locator("tbody tr").first).not_to_contain_text("0 / 6")
     page.goto("/")
-    expect(page.locator(".set-card[href='/sets/attention']")).to_contain_text("1 awaiting hand grading")
+    expect(page.locator(".set-card[href='/sets/attention']")).to_contain_text(re.compile(r"\d awaiting hand grading"))
     shot(page, "10-history-pending")
 
 

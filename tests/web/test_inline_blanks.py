@@ -142,3 +142,15 @@ def test_code_feedback_leads_with_one_headline() -> None:
 def test_numbers_in_detail_are_rounded_to_3_significant_digits() -> None:
     assert round_numbers("err 0.0012345678, tol 1.0000001e-05, n 128, v 3.5") == "err 0.00123, tol 1e-05, n 128, v 3.5"
     assert split_feedback("one line only").detail == ""
+
+
+def test_a_repeated_cause_points_back_and_long_sentences_fold_their_numbers() -> None:
+    basic = (
+        "these points need correct results on a basic case first: scaled_attention(q (1, 2, 3, 4)): max abs 0.1234567"
+    )
+    out = summarize([_check("axis", False, "softmax over the key axis"), _check("empty", False, basic),
+                     _check("method", False, basic)])  # fmt: skip
+    assert out.lines[1] == split_feedback(basic)
+    assert out.lines[1].sentence == "these points need correct results on a basic case first"
+    assert out.lines[1].detail == "scaled_attention(q (1, 2, 3, 4)): max abs 0.123"
+    assert out.lines[2].sentence == "same cause as empty"

@@ -74,3 +74,29 @@ def test_gradebook_page_regrade_and_manual_grade(accounts, as_instructor):  # ty
     again = client.post(f"/submissions/{sub_id}/regrade", data={"csrf_token": token}, follow_redirects=False)
     assert again.status_code == 303 and again.headers["location"] == f"/submissions/{sub_id}"
     assert "Graded" in wait_graded(client, sub_id)
+
+
+def test_pending_hand_grading_is_left_out_of_the_gradebook_total(accounts, as_instructor):  # type: ignore[no-untyped-def]
+    client, _ = as_instructor
+    alice = accounts["alice"].headers
+    client.post("/api/v1/submissions", json={"problem_set": "basic", "problem": "t1", "answers": {"b1": "encoder",
+                "b2": "32"}}, headers=alice, params={"wait": 10})  # fmt: skip
+    client.post("/api/v1/submissions", json={"problem_set": "basic", "problem": "t3", "answers": {"b1": "held"}},
+                headers=alice, params={"wait": 10})  # fmt: skip
+    html = client.get("/instructor/sets/basic/gradebook").text
+    assert 'class="cell-pending"' in html and ">pending</a>" in html
+    assert re.search(r"<strong>3</strong> <span class=\"muted small\">/ \d+</span>\s*<br><span class=\"muted small\">"
+                     r"\+ 1 pending", html)  # fmt: skip
+
+
+def test_a_set_refused_at_start_up_is_shown_to_instructors(as_instructor, settings, sessions, tmp_path):  # type: ignore[no-untyped-def]
+    from app.cli.problems import load_one
+    from app.worker.code_grader import LazyCodeGrader
+
+    client, _ = as_instructor
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "problemset.yaml").write_text("id: broken\ntitle: Broken\nproblems:\n  - id: q1\n    kind: fill_in\n")
+    assert load_one(sessions, broken, LazyCodeGrader(settings)) is False
+    html = client.get("/instructor").text
+    assert "Refused at start-up: <code>broken</code>" in html and "problemset.yaml" in html

@@ -124,7 +124,24 @@
     ask();
   }
 
+  // A chosen file is what gets sent: the text box (which keeps the last code) steps aside instead of the server
+  // refusing "a file and pasted code"; clearing the file brings the text box back.
+  function setUpCodeForm(fileInput) {
+    var box = document.getElementById(fileInput.id.replace(/-file$/, "-code"));
+    if (!box) return;
+    var note = document.createElement("span");
+    note.className = "meta file-note";
+    note.setAttribute("aria-live", "polite");
+    fileInput.insertAdjacentElement("afterend", note);
+    fileInput.addEventListener("change", function () {
+      var chosen = fileInput.files && fileInput.files.length > 0;
+      box.disabled = chosen;
+      note.textContent = chosen ? "The file " + fileInput.files[0].name + " will be sent; the text box is set aside." : "";
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll(".answer-form input[type=file][id$='-file']").forEach(setUpCodeForm);
     renderMath(document);
     document.querySelectorAll("[data-preview]").forEach(setUpPreview);
     document.querySelectorAll("[data-limit]").forEach(setUpCounter);
