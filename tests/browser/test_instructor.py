@@ -66,3 +66,42 @@ def test_gradebook_shows_pending_hand_grading(new_page: Any) -> None:
     expect(row.locator("td").last).to_contain_text("pending")
     shot(page, "22-gradebook-pending")
     check_a11y(page, "22-gradebook-pending")
+
+
+def test_grading_queue_with_rubric_checkboxes_and_save_and_next(new_page: Any) -> None:
+    for email, text in (
+        ("student@example.com", "同一划分与种子，只改变窗口。"),
+        ("bob@example.com", "比较 T² 与 T·w。"),
+    ):
+        student = new_page()
+        log_in(student, email)
+        student.goto("/sets/attention#problem-q10")
+        q10 = student.locator("#problem-q10")
+        q10.locator("textarea").first.fill(text)
+        q10.get_by_role("button", name="Submit").click()
+        student.wait_for_url(re.compile(r".*/submissions/\d+$"))
+        expect(student.locator("#result .pending-score")).to_be_visible()
+    page = new_page()
+    log_in(page, TEACHER)
+    page.goto("/instructor/sets/attention/queue/q10?anonymous=1")
+    expect(page.locator("h2").first).not_to_contain_text("@example.com")  # anonymous mode
+    expect(page.locator(".essay-answer").first).to_contain_text("同一划分与种子")  # the answer in full, not collapsed
+    page.locator("input[name=met][value=controls]").check()
+    page.locator("input[name=met][value=implementation]").check()
+    expect(page.locator("#rubric-total")).to_have_text("3")
+    page.get_by_label("Comment on controls").fill("清楚")
+    shot(page, "23-grading-queue")
+    check_a11y(page, "23-grading-queue")
+    page.get_by_role("button", name="Save and next").click()
+    expect(page.locator(".essay-answer").first).to_contain_text("比较 T² 与 T·w")  # the next one in the queue
+    expect(page.locator("h2").first).not_to_contain_text("@example.com")  # still anonymous
+    # The student sees which items were met and the comment.
+    student = new_page()
+    log_in(student, "student@example.com")
+    student.goto("/history")
+    student.locator("tbody tr", has_text="q10").first.locator("a").first.click()
+    feedback = student.locator("section", has_text="Instructor feedback")
+    expect(feedback).to_contain_text("✓ met (2 pts)")
+    expect(feedback).to_contain_text("清楚")
+    expect(feedback).to_contain_text("✗ not met (1 pt)")
+    shot(student, "24-student-rubric-feedback")

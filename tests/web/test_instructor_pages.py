@@ -100,3 +100,30 @@ def test_a_set_refused_at_start_up_is_shown_to_instructors(as_instructor, settin
     assert load_one(sessions, broken, LazyCodeGrader(settings)) is False
     html = client.get("/instructor").text
     assert "Refused at start-up: <code>broken</code>" in html and "problemset.yaml" in html
+
+
+def test_grading_queue_scores_checked_rubric_items_and_goes_on(accounts, as_instructor):  # type: ignore[no-untyped-def]
+    client, token = as_instructor
+    for who in ("alice", "bob"):
+        body = {"problem_set": "basic", "problem": "t3", "answers": {"b1": f"{who} held"}}
+        client.post("/api/v1/submissions", json=body, headers=accounts[who].headers, params={"wait": 10})
+    page = client.get("/instructor/sets/basic/queue/t3")
+    assert page.status_code == 200 and "alice held" in page.text and "alice@example.com" in page.text
+    assert "2 in the queue" in page.text and 'name="met" value="r1"' in page.text
+    anonymous = client.get("/instructor/sets/basic/queue/t3", params={"anonymous": 1}).text
+    assert "alice held" in anonymous and "alice@example.com" not in anonymous
+    first = int(re.search(r'/queue/t3/(\d+)"', page.text).group(1))  # type: ignore[union-attr]
+    saved = client.post(f"/instructor/sets/basic/queue/t3/{first}", data={"csrf_token": token, "met": "r1",
+                        "comment.r1": "clear", "anonymous": "1"}, follow_redirects=False)  # fmt: skip
+    assert saved.status_code == 303 and saved.headers["location"].endswith("/queue/t3?anonymous=1")
+    view = client.get(f"/api/v1/submissions/{first}").json()
+    assert (
+        view["manual_score"] == 3
+        and "✓ met (3 pts): names the conditions held equal\n   clear" in view["manual_feedback"]
+    )
+    nxt = client.get("/instructor/sets/basic/queue/t3").text
+    assert "bob held" in nxt and "1 in the queue" in nxt
+    forged = client.post(f"/instructor/sets/basic/queue/t3/{first}", data={"csrf_token": token, "met": "r9"})
+    assert forged.status_code == 422 and "unknown rubric items" in forged.text
+    alice = client.get(f"/api/v1/submissions/{first}", headers=accounts["alice"].headers).json()
+    assert alice["manual_feedback"].startswith("✓ met")

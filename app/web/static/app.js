@@ -140,7 +140,20 @@
     });
   }
 
+  // The grading queue's running total: the points of the rubric items checked.
+  function setUpRubric(form) {
+    var total = document.getElementById("rubric-total");
+    function update() {
+      var sum = 0;
+      form.querySelectorAll("input[name=met]:checked").forEach(function (box) { sum += parseFloat(box.dataset.points); });
+      total.textContent = String(Math.round(sum * 100) / 100);
+    }
+    form.addEventListener("change", update);
+    update();
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll(".rubric-form").forEach(setUpRubric);
     document.querySelectorAll(".answer-form input[type=file][id$='-file']").forEach(setUpCodeForm);
     renderMath(document);
     document.querySelectorAll("[data-preview]").forEach(setUpPreview);
