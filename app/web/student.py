@@ -22,6 +22,7 @@ from app.submissions.intake import ANSWER_PREFIX, web_form_input
 from app.submissions.models import Source
 from app.submissions.presenter import submission_summary
 from app.users.models import User
+from app.users.service import cookie_user
 from app.web import page_context
 from app.web.deps import CheckedForm, LoginRequired, WebSession, WebSettings, WebUser
 from app.web.page_route import WebRoute
@@ -129,17 +130,18 @@ def submission_page(
 
 
 @router.get("/submissions/{submission_id}/live")
-async def submission_live(request: Request, submission_id: RowId, user: WebUser, wait: float = 0) -> Response:
+async def submission_live(request: Request, submission_id: RowId, wait: float = 0) -> Response:
     """The result part of the submission page, once graded or after ``wait`` seconds (for in-place updates).
 
     Woken by the worker's grade event, like the API's ``?wait``; the page's script asks again while it is waiting.
+    No database session is held while waiting: each read opens its own (many pages may wait at once).
     """
     settings = request.app.state.settings
     deadline = time.monotonic() + min(max(wait, 0.0), LIVE_WAIT_S)
     events: GradeEvents = request.app.state.grade_events
     with events.listen(submission_id) as finished_event:  # registered before the first read: no wake-up is missed
         while True:
-            page, html = await run_in_threadpool(_live_fragment, request, settings, user.id, submission_id)
+            page, html = await run_in_threadpool(_live_fragment, request, settings, submission_id)
             remaining = deadline - time.monotonic()
             if page.sub.status not in WAITING or remaining <= 0:
                 break
@@ -151,11 +153,9 @@ async def submission_live(request: Request, submission_id: RowId, user: WebUser,
     return response
 
 
-def _live_fragment(
-    request: Request, settings: Settings, user_id: int, submission_id: int
-) -> tuple[page_context.SubmissionPage, str]:
+def _live_fragment(request: Request, settings: Settings, submission_id: int) -> tuple[page_context.SubmissionPage, str]:
     with request.app.state.session_factory() as session:
-        user = session.get(User, user_id)
+        user = cookie_user(session, request.session)
         if user is None:
             raise LoginRequired
         page = page_context.submission_page(session, settings, user=user, submission_id=submission_id)

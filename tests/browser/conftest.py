@@ -197,6 +197,14 @@ def shot(page: Any, name: str) -> Path:
     return path
 
 
+def shot_of(locator: Any, name: str) -> Path:
+    """A screenshot of one element (the README's pictures are taken this way, then copied to docs/screenshots/)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    locator.screenshot(path=str(path))
+    return path
+
+
 def check_a11y(page: Any, name: str) -> list[dict[str, Any]]:
     """Run axe-core (vendored, no network) on the page; fail on serious or critical WCAG 2.1 A/AA violations."""
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import check_a11y, log_in, shot
+from tests.browser.conftest import check_a11y, log_in, shot, shot_of
 from tests.conftest import FIXTURE_SETS
 
 expect = pytest.importorskip("playwright.sync_api", reason="needs Playwright (make test installs it)").expect
@@ -91,6 +91,7 @@ def test_grading_queue_with_rubric_checkboxes_and_save_and_next(new_page: Any) -
     expect(page.locator("#rubric-total")).to_have_text("3")
     page.get_by_label("Comment on controls").fill("清楚")
     shot(page, "23-grading-queue")
+    shot_of(page.locator("main"), "readme-grading-queue")
     check_a11y(page, "23-grading-queue")
     page.get_by_role("button", name="Save and next").click()
     expect(page.locator(".essay-answer").first).to_contain_text("比较 T² 与 T·w")  # the next one in the queue

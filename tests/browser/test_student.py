@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import check_a11y, log_in, shot
+from tests.browser.conftest import check_a11y, log_in, shot, shot_of
 
 # Installed with the dev dependencies (constraints.txt); a bare checkout without them skips here.
 expect = pytest.importorskip("playwright.sync_api", reason="needs Playwright (make test installs it)").expect
@@ -63,6 +63,7 @@ def test_answers_stay_and_each_blank_is_marked_after_grading(new_page: Any) -> N
     expect(q3.locator("#q3-b3-note")).to_contain_text("not right")
     expect(q3.locator("#q3-b4-note")).to_contain_text("no answer given")  # an empty blank is marked too
     shot(page, "05-ch9-q3-marks-kept")
+    shot_of(q3, "readme-inline-blanks")
     check_a11y(page, "05-ch9-q3-marks-kept")
 
 
@@ -103,6 +104,7 @@ def test_code_grade_arrives_in_place_with_one_headline(new_page: Any, tmp_path: 
                 digits = number.replace(".", "").lstrip("0")
                 assert len(digits) <= 3, f"{number} in {text!r}"
     shot(page, "07-attention-q5-code-feedback")
+    shot_of(page.locator("#result"), "readme-code-feedback")
     check_a11y(page, "07-attention-q5-code-feedback")
 
 

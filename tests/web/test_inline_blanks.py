@@ -154,3 +154,17 @@ def test_a_repeated_cause_points_back_and_long_sentences_fold_their_numbers() ->
     assert out.lines[1].sentence == "these points need correct results on a basic case first"
     assert out.lines[1].detail == "scaled_attention(q (1, 2, 3, 4)): max abs 0.123"
     assert out.lines[2].sentence == "same cause as empty"
+
+
+def test_live_fragment_waits_for_the_grade_and_needs_a_login(as_alice) -> None:  # type: ignore[no-untyped-def]
+    client, token = as_alice
+    resp = client.post("/sets/basic/problems/t1", data={"answer.b1": "encoder", "csrf_token": token},
+                       follow_redirects=False)  # fmt: skip
+    sub_id = int(resp.headers["location"].rsplit("/", 1)[1])
+    live = client.get(f"/submissions/{sub_id}/live", params={"wait": 20})
+    assert live.status_code == 200 and live.headers["x-submission-status"] == "graded"
+    assert 'class="score-line"' in live.text and "<html" not in live.text  # the fragment, not a whole page
+    assert 'data-live=""' in client.get(f"/submissions/{sub_id}").text  # a graded page follows nothing
+    client.cookies.clear()
+    anon = client.get(f"/submissions/{sub_id}/live", follow_redirects=False)
+    assert anon.status_code == 303 and "x-submission-status" not in anon.headers

@@ -108,7 +108,8 @@
           return r.text().then(function (html) { return { status: status, html: html, ok: r.ok }; });
         })
         .then(function (answer) {
-          if (!answer.ok) throw new Error("status " + answer.status);
+          // No status header: not our fragment (a login page after the session ended, an error page).
+          if (!answer.ok || !answer.status) throw new Error("no result");
           if (answer.status !== result.dataset.status) {
             result.innerHTML = answer.html;
             result.dataset.status = answer.status;
