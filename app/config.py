@@ -43,6 +43,9 @@ class Settings(BaseSettings):
         description="renewed while grading; a job whose lease ran out (its worker died) is taken over",
     )
     max_grading_attempts: int = Field(default=3, ge=1, description="internal errors are retried this often")
+    min_free_disk_bytes: int = Field(
+        default=64 << 20, ge=0, description="writes are refused with 507 while the data dir has less free; 0: off"
+    )
     http_max_connections: int | None = Field(
         default=None, ge=1, description="HTTP connections held at once; default and cap: the open-file limit less 512"
     )

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import Scope
 
+from app import disk_space
 from app.config import Settings, get_settings
 from app.errors import DomainError
 from app.gradebook.router import router as gradebook_router
@@ -24,6 +25,7 @@ from app.submissions.router import router as submissions_router
 from app.users.router import router as users_router
 from app.web.too_large import HtmlTooLarge
 from app.worker.code_grader import LazyCodeGrader
+from app.worker.outbox import BrokerOutbox, broker_answers
 from app.worker.pool import EmbeddedPool
 from app.worker.runtime import WorkerRuntime
 
@@ -46,11 +48,14 @@ def create_app(
     runtime.job.on_finished = grade_events.finished
     broker = settings.broker_url or ""
     relay = RedisRelay(broker, grade_events) if broker.startswith("redis") else None
+    outbox = _outbox(settings, runtime) if settings.broker_url else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if relay is not None:
             relay.start()
+        if outbox is not None:
+            outbox.start()
         if pool is not None and start_workers:
             pool.start()
             runtime.prewarm()
@@ -61,6 +66,8 @@ def create_app(
                 pool.stop()
             if relay is not None:
                 relay.stop()
+            if outbox is not None:
+                outbox.stop()
             runtime.close()
 
     app = FastAPI(
@@ -76,7 +83,8 @@ def create_app(
     app.state.code_grader = runtime.code_grader
     app.state.pool = pool
     app.state.grade_events = grade_events
-    app.state.dispatch = _dispatcher(settings, pool)
+    app.state.outbox = outbox
+    app.state.dispatch = outbox.dispatch if outbox is not None else _dispatcher(pool)
 
     def limit_for(scope: Scope) -> int:
         path = scope["path"].rstrip("/")
@@ -85,6 +93,7 @@ def create_app(
 
     app.add_middleware(BodySizeLimit, limit_for=limit_for)
     app.add_middleware(HtmlTooLarge)  # pages get an HTML 413, the API keeps its JSON
+    disk_space.install(app, settings.data_dir, settings.min_free_disk_bytes)
     app.add_middleware(
         SessionMiddleware,
         secret_key=settings.resolved_secret_key(),
@@ -104,14 +113,20 @@ def create_app(
     api.include_router(gradebook_router)
     app.include_router(api)
 
-    @app.get("/healthz", tags=["ops"])
+    @app.get("/healthz", tags=["ops"], summary="Liveness: the database answers; the broker's state")
     def healthz() -> dict[str, Any]:
-        """Liveness and readiness: the database answers."""
+        """200 while the database answers. With a broker, `"broker": "up"` or `"down"`; while it is down the status
+        is `"degraded"`, still 200: submissions are stored and sent when it is back, so the API stays in service."""
         from sqlalchemy import text
 
         with runtime.engine.connect() as conn:
             conn.execute(text("SELECT 1"))
-        return {"status": "ok", "workers": "celery" if settings.broker_url else settings.workers}
+        health: dict[str, Any] = {"status": "ok", "workers": "celery" if settings.broker_url else settings.workers}
+        if outbox is not None:
+            health["broker"] = "up" if outbox.broker_up else "down"
+            if not outbox.broker_up:
+                health["status"] = "degraded"
+        return health
 
     from app.web.router import router as web_router
 
@@ -119,12 +134,15 @@ def create_app(
     return app
 
 
-def _dispatcher(settings: Settings, pool: EmbeddedPool | None) -> Callable[[int], None]:
-    if settings.broker_url:
-        from app.worker.celery_app import make_enqueue
-
-        return make_enqueue(settings)
+def _dispatcher(pool: EmbeddedPool | None) -> Callable[[int], None]:
     return (lambda _id: pool.notify()) if pool is not None else (lambda _id: None)
+
+
+def _outbox(settings: Settings, runtime: WorkerRuntime) -> BrokerOutbox:
+    from app.worker.celery_app import make_enqueue
+
+    url = settings.broker_url or ""
+    return BrokerOutbox(make_enqueue(settings), runtime.session_factory, lambda: broker_answers(url))
 
 
 def _install_error_handlers(app: FastAPI) -> None:

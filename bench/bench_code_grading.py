@@ -1,19 +1,27 @@
-"""Warm end-to-end code grading latency through CodeGrader, against a fresh `python` process per submission.
+"""P1: warm end-to-end code grading latency through CodeGrader, against a fresh `python` process per submission.
 
 Run: .venv/bin/python -m bench.bench_code_grading [--runs N] [--fresh-runs M] [--mode bwrap|unsafe-local]
-Targets: warm p50 < 100 ms on CPU, and >= 10x faster than the fresh process.
+
+The problem is a trivial torch one: two checks, both hidden (the default), so one grading uses three children: the
+submission's own and one per hidden check (docs/sandbox.md). Two paces are measured: "settled", where each
+submission finds the slot's pool of pre-forked children full (a warm grader between submissions: what one
+submission waits for), and "back to back", where each submission starts the moment the previous one returned, so
+the pool's refill (fork + lockdown + reap of three children per grading) bounds the rate.
+Targets (issue 10, P1): warm p50 <= 10 ms, and >= 150x faster than the fresh process.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import torch
 
 from graders.code.checks import load_checks
 from graders.code.runner import CodeGrader
@@ -105,12 +113,14 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def bench_warm(mode: str, checks_path: Path, runs: int) -> list[float]:
+def bench_warm(mode: str, checks_path: Path, runs: int, *, settle: bool) -> list[float]:
     config = SandboxConfig(mode=mode, dev_mode=mode == "unsafe-local")  # type: ignore[arg-type]
     checks = load_checks(checks_path)
     times = []
     with CodeGrader(config) as grader:
         for i in range(runs + 3):
+            if settle:  # not timed: the pool refills between submissions, as on a grader that is not saturated
+                grader._pool.settle()
             start = time.perf_counter()
             result = grader.grade(source=SOLUTION, problem=PROBLEM, checks=checks)
             elapsed = time.perf_counter() - start
@@ -126,12 +136,18 @@ def bench_fresh(folder: Path, checks_path: Path, runs: int) -> list[float]:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", FRESH, str(source), str(checks_path)], check=True)
+        subprocess.run([sys.executable, "-c", FRESH, str(source), str(checks_path)], check=True, env=FRESH_ENV)
         times.append(time.perf_counter() - start)
     return times
 
 
+# One torch thread everywhere, as in the jail: on a loaded 2-core machine, waking torch's intra-op threads for
+# these tiny tensors costs more than the work (the trusted side's checks went from ~190 to ~290 ms a grading).
+FRESH_ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
 def main() -> None:
+    torch.set_num_threads(1)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--fresh-runs", type=int, default=8)
@@ -142,15 +158,18 @@ def main() -> None:
         folder = Path(tmp)
         checks_path = folder / "checks.py"
         checks_path.write_text(CHECKS)
-        warm = bench_warm(mode, checks_path, args.runs)
+        settled = bench_warm(mode, checks_path, args.runs, settle=True)
+        back_to_back = bench_warm(mode, checks_path, args.runs, settle=False)
         fresh = bench_fresh(folder, checks_path, args.fresh_runs)
-    w50, w95 = percentile(warm, 0.5) * 1000, percentile(warm, 0.95) * 1000
     f50, f95 = percentile(fresh, 0.5) * 1000, percentile(fresh, 0.95) * 1000
-    print(f"warm CodeGrader ({mode}, {len(warm)} runs): p50 {w50:.1f} ms  p95 {w95:.1f} ms")
-    print(f"fresh python per submission ({len(fresh)} runs): p50 {f50:.1f} ms  p95 {f95:.1f} ms")
-    print(f"ratio fresh/warm (p50): {f50 / w50:.1f}x  (mean warm {statistics.mean(warm) * 1000:.1f} ms)")
-    fast, ratio = "met" if w50 < 100 else "MISSED", "met" if f50 >= 10 * w50 else "MISSED"
-    print(f"targets: warm p50 < 100 ms: {fast}; >= 10x faster than a fresh process: {ratio}")
+    print(f"P1: trivial torch problem (2 hidden checks: 3 children a grading), mode {mode}")
+    for label, warm in (("warm, pool settled", settled), ("warm, back to back", back_to_back)):
+        w50, w95 = percentile(warm, 0.5) * 1000, percentile(warm, 0.95) * 1000
+        print(f"  {label:<30} p50 {w50:7.1f} ms  p95 {w95:7.1f} ms  ({len(warm)} runs)  fresh/warm {f50 / w50:6.1f}x")
+    print(f"  {'fresh python per submission':<30} p50 {f50:7.1f} ms  p95 {f95:7.1f} ms  ({len(fresh)} runs)")
+    w50 = percentile(settled, 0.5) * 1000
+    fast, ratio = "met" if w50 <= 10 else "MISSED", "met" if f50 >= 150 * w50 else "MISSED"
+    print(f"targets (settled): warm p50 <= 10 ms: {fast}; >= 150x faster than a fresh process: {ratio}")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ from typing import Annotated, Any
 
 import typer
 
-from graders.sandbox import pidns_init
-from graders.sandbox.cgroups import CgroupV1, own_v1_group
+from graders.sandbox import cgroups, pidns_init
+from graders.sandbox.cgroup_common import SLOT_CPU_SHARES, SLOT_CPU_WEIGHT
+from graders.sandbox.cgroups import CgroupV2, own_v1_group
 
 PROBE_TIMEOUT_S = 20.0
 # The sandbox's seccomp filter, loaded for real in a throwaway interpreter.
@@ -49,7 +50,7 @@ def bubblewrap(bwrap: str) -> dict[str, Any]:
 
 def cgroup_v1() -> dict[str, Any]:
     found = {}
-    for controller in ("memory", "pids"):
+    for controller in ("memory", "pids", "cpu", "cpuacct"):
         group = own_v1_group(controller)
         found[controller] = {"writable": group is not None, "group": str(group) if group is not None else None}
     return found
@@ -74,7 +75,14 @@ def cgroup_v2() -> dict[str, Any]:
     """Whether the unified hierarchy is mounted and this process's own group in it could be delegated from."""
     points = [point for point, fstype in _mountinfo() if fstype == "cgroup2"]
     if not points:
-        return {"mounted": False, "mount_point": None, "group": None, "controllers": [], "delegated_writable": False}
+        return {
+            "mounted": False,
+            "mount_point": None,
+            "group": None,
+            "controllers": [],
+            "delegated_writable": False,
+            "usable": False,
+        }
     own = "/"
     try:
         for line in Path("/proc/self/cgroup").read_text().splitlines():
@@ -95,6 +103,7 @@ def cgroup_v2() -> dict[str, Any]:
         "group": str(group),
         "controllers": controllers,
         "delegated_writable": writable,
+        "usable": CgroupV2.detect() is not None,  # writable and offering memory and pids: the sandbox picks v2
     }
 
 
@@ -123,23 +132,42 @@ def user_namespaces() -> dict[str, Any]:
     return {"max_user_namespaces": maximum, "unprivileged_allowed": allowed, "used_by_sandbox": False}
 
 
-def enforcement(possible: bool) -> dict[str, str]:
+def isolation() -> dict[str, Any]:
+    """The isolation level the pool picks here (``cgroups.detect``) and, per controller, where its groups go."""
+    hierarchy = cgroups.detect()
+    controllers: dict[str, str | None] = dict.fromkeys(("memory", "pids", "cpu"))
+    if hierarchy is not None:
+        controllers.update(hierarchy.controllers)
+    return {"level": cgroups.level(hierarchy), "controllers": controllers}
+
+
+def enforcement(possible: bool, level: dict[str, Any]) -> dict[str, str]:
     """Which bound on memory, processes and CPU the sandbox applies here (graders/sandbox: Slot, lockdown)."""
     if not possible:
         none = "none: the sandbox cannot start here"
         return {"memory": none, "processes": none, "cpu": none}
-    cgroups = CgroupV1.detect()
-    if cgroups is None:
-        memory = "RLIMIT_AS (VmSize + the budget) per process; seccomp refuses new processes (threads only)"
-        processes = "RLIMIT_NPROC for the slot's uid (and no fork: threads only)"
+    have = level["controllers"]
+    calls = "RLIMIT_CPU + wall-clock deadlines per call"
+    if level["level"] == cgroups.THREADS_ONLY:
+        return {
+            "memory": "RLIMIT_AS (VmSize + the budget) per process; seccomp refuses new processes (threads only)",
+            "processes": "RLIMIT_NPROC for the slot's uid (and no fork: threads only)",
+            "cpu": f"{calls}; no CPU share per slot (no cgroup)",
+        }
+    if level["level"] == "cgroup v2":
+        memory = "cgroup v2 group per child (memory.max = the budget, memory.swap.max 0, memory.oom.group 1)"
+        processes = "cgroup v2 pids.max per child + RLIMIT_NPROC"
+        cpu = f"{calls}; cgroup v2 group per slot: cpu.weight {SLOT_CPU_WEIGHT}, cpu.max one core"
     else:
         memory = "cgroup v1 memory group per child"
         processes = (
             "cgroup v1 pids group per child + RLIMIT_NPROC"
-            if cgroups.pids_parent is not None
+            if have["pids"] is not None
             else "RLIMIT_NPROC for the slot's uid (no writable pids controller)"
         )
-    cpu = "RLIMIT_CPU + wall-clock deadlines per call; no CPU cgroup"
+        cpu = f"{calls}; cgroup v1 cpu group per slot: cpu.shares {SLOT_CPU_SHARES}, CFS quota one core"
+    if have["cpu"] is None:
+        cpu = f"{calls}; no CPU share per slot (no writable cpu controller in {level['level']})"
     return {"memory": memory, "processes": processes, "cpu": cpu}
 
 
@@ -158,6 +186,7 @@ def report(bwrap: str = "bwrap") -> dict[str, Any]:
         problems.append("not running as root: the sandbox changes uids and mounts the children's working dirs")
     if not filters["available"]:
         problems.append(f"the sandbox's seccomp filter cannot be loaded: {filters['detail']}")
+    level = isolation()
     return {
         "ok": not problems,
         "problems": problems,
@@ -165,7 +194,8 @@ def report(bwrap: str = "bwrap") -> dict[str, Any]:
         "root": {"euid": os.geteuid(), "is_root": root},
         "cgroup_v1": cgroup_v1(),
         "cgroup_v2": cgroup_v2(),
-        "enforcement": enforcement(not problems),
+        "isolation": level,
+        "enforcement": enforcement(not problems, level),
         "seccomp": filters,
         "user_namespaces": user_namespaces(),
         "pid_namespace_init": "setpriv + env, spawned" if init is not None else "forked from the zygote (fallback)",
@@ -179,14 +209,15 @@ def _yes(flag: object) -> str:
 
 def render(doc: dict[str, Any]) -> str:
     b, v1, v2, enf = doc["bubblewrap"], doc["cgroup_v1"], doc["cgroup_v2"], doc["enforcement"]
+    level = doc["isolation"]
     users = doc["user_namespaces"]
     bwrap = f"yes  {b['path']} ({b['version']}); starts a jail: {_yes(b['runs'])}" if b["found"] else "no"
     v2_line = "not mounted"
     if v2["mounted"]:
         v2_line = (
             f"mounted at {v2['mount_point']}; own group {v2['group']}; delegated subtree writable: "
-            f"{_yes(v2['delegated_writable'])}; controllers: {' '.join(v2['controllers']) or 'none'} "
-            "(the sandbox does not use cgroup v2 yet)"
+            f"{_yes(v2['delegated_writable'])}; controllers: {' '.join(v2['controllers']) or 'none'}; "
+            f"offers memory and pids: {_yes(v2['usable'])}"
         )
     allowed = {True: "allowed", False: "not allowed", None: "unknown"}[users["unprivileged_allowed"]]
     rows = [
@@ -194,9 +225,14 @@ def render(doc: dict[str, Any]) -> str:
         ("root", f"{_yes(doc['root']['is_root'])}  (euid {doc['root']['euid']})"),
         *[
             (f"cgroup v1 {c}", f"writable  {v1[c]['group']}" if v1[c]["writable"] else "not writable")
-            for c in ("memory", "pids")
+            for c in ("memory", "pids", "cpu", "cpuacct")
         ],
         ("cgroup v2", v2_line),
+        ("isolation", f"{level['level']}  (cgroup v2 if it offers memory+pids, else v1, else threads-only)"),
+        *[
+            (f"  {name}", f"{level['level']}  {where}" if where is not None else "not used")
+            for name, where in level["controllers"].items()
+        ],
         ("seccomp", "yes" if doc["seccomp"]["available"] else f"no  {doc['seccomp']['detail']}"),
         (
             "user namespaces",
@@ -208,12 +244,12 @@ def render(doc: dict[str, Any]) -> str:
         ("process bound", enf["processes"]),
         ("CPU bound", enf["cpu"]),
     ]
-    lines = [f"{name:<17}{text}" for name, text in rows]
+    lines = [f"{name:<19}{text}" for name, text in rows]
     if doc["ok"]:
-        lines.append("verdict          a safe sandbox (mode bwrap) is possible on this host")
+        lines.append("verdict            a safe sandbox (mode bwrap) is possible on this host")
     else:
-        lines.append("verdict          NO safe sandbox on this host:")
-        lines += [f"                 - {problem}" for problem in doc["problems"]]
+        lines.append("verdict            NO safe sandbox on this host:")
+        lines += [f"                   - {problem}" for problem in doc["problems"]]
     return "\n".join(lines)
 
 

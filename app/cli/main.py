@@ -7,18 +7,20 @@ from typing import Annotated
 
 import typer
 
-from app.cli import accounts, problems
+from app.cli import accounts, backups, problems
 from app.cli.common import migrated_sessions, settings_or_exit
 from app.cli.doctor import doctor
 from app.cli.grade import grade
 from app.cli.submit import submit
 
 app = typer.Typer(help="Autograding for course exercises.", no_args_is_help=True, add_completion=False)
-db = typer.Typer(help="Database migrations.", no_args_is_help=True)
+db = typer.Typer(help="Database migrations, backup and restore.", no_args_is_help=True)
 app.add_typer(db, name="db")
 app.add_typer(problems.app, name="problems")
 app.add_typer(accounts.users, name="users")
 app.add_typer(accounts.tokens, name="tokens")
+db.command("backup")(backups.backup)
+db.command("restore")(backups.restore)
 app.command()(grade)
 app.command()(submit)
 app.command()(doctor)

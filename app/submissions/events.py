@@ -88,15 +88,19 @@ class RedisRelay:
     def _run(self) -> None:
         import redis
 
+        interrupted = False
         while not self._stop.is_set():
             try:
                 pubsub = redis.Redis.from_url(self.url).pubsub(ignore_subscribe_messages=True)
                 pubsub.subscribe(CHANNEL)
+                interrupted = False
                 while not self._stop.is_set():
                     message = pubsub.get_message(timeout=1.0)
                     if message and message.get("type") == "message":
                         with contextlib.suppress(ValueError):
                             self.events.finished(int(message["data"]))
             except redis.RedisError as exc:  # reconnect; meanwhile the waiters' safety poll covers
-                log.warning("grade notifications from Redis interrupted: %s", exc)
+                if not interrupted:  # one line per outage, not one per reconnect attempt
+                    log.warning("grade notifications from Redis interrupted: %s", exc)
+                interrupted = True
                 self._stop.wait(1.0)

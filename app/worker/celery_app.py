@@ -25,6 +25,7 @@ from app.submissions.events import redis_publisher
 from app.submissions.models import Submission
 from app.worker.claims import claim, claimable, lease_expired, worker_id
 from app.worker.runtime import WorkerRuntime
+from app.worker.sweeper import OrphanSweeper
 
 log = logging.getLogger(__name__)
 TASK = "autograder.grade_submission"
@@ -55,11 +56,16 @@ def make_celery(settings: Settings, runtime: WorkerRuntime | None = None) -> Cel
     return celery
 
 
+# One quick retry (a pooled connection gone stale when the broker restarted), then fail: a request must not hang
+# on a broker that is down. The outbox (app/worker/outbox.py) sends the row again when the broker is back.
+SEND_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+
+
 def make_enqueue(settings: Settings, *, countdown: float = 0) -> Callable[[int], None]:
     celery = make_celery(settings)
 
     def enqueue(submission_id: int) -> None:
-        celery.send_task(TASK, args=[submission_id], countdown=countdown or None)
+        celery.send_task(TASK, args=[submission_id], countdown=countdown or None, retry_policy=SEND_RETRY)
 
     return enqueue
 
@@ -88,12 +94,24 @@ def stranded(session_factory: sessionmaker[Session], older_than_s: float) -> lis
 
 def _sweep_forever(runtime: WorkerRuntime, stop: threading.Event) -> None:
     enqueue = make_enqueue(runtime.settings)
+    failing = False
     while not stop.wait(SWEEP_EVERY_S):
         try:
             for submission_id in stranded(runtime.session_factory, older_than_s=SWEEP_EVERY_S):
                 enqueue(submission_id)
-        except Exception:
-            log.exception("sweeper failed; trying again in %s s", SWEEP_EVERY_S)
+            failing = False
+        except Exception as exc:  # the broker or the database is down: one line per outage, not one per pass
+            if not failing:
+                log.warning("sweeper failed (%s: %s); trying again every %s s", type(exc).__name__, exc, SWEEP_EVERY_S)
+            failing = True
+
+
+def _send_all(enqueue: Callable[[int], None]) -> Callable[[list[int]], None]:
+    def send(ids: list[int]) -> None:
+        for submission_id in ids:
+            enqueue(submission_id)  # if the broker is down, the rows stay queued for the API's outbox sweep
+
+    return send
 
 
 def run_worker(settings: Settings, concurrency: int) -> None:
@@ -104,9 +122,15 @@ def run_worker(settings: Settings, concurrency: int) -> None:
             runtime.job.on_finished = redis_publisher(settings.broker_url or "")
         stop = threading.Event()
         threading.Thread(target=_sweep_forever, args=(runtime, stop), name="sweeper", daemon=True).start()
+        # A worker of this host killed mid-grading: its message stays unacked in the broker until the visibility
+        # timeout (an hour), its row held until the lease; the sweeper requeues it within seconds instead.
+        send = _send_all(make_enqueue(settings))
+        orphans = OrphanSweeper(runtime.session_factory, settings.max_grading_attempts, send)
+        orphans.start()
         try:
             make_celery(settings, runtime).worker_main(
                 ["worker", "--loglevel=INFO", f"--concurrency={concurrency}", "--pool=threads", "-Q", "grading"]
             )
         finally:
             stop.set()
+            orphans.stop()

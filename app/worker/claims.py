@@ -100,8 +100,9 @@ def renew(session: Session, submission_id: int, *, worker: str, lease_s: float) 
     return result.rowcount == 1  # type: ignore[attr-defined]
 
 
-def requeue_orphans(session: Session, max_attempts: int) -> int:
-    """Requeue RUNNING jobs claimed by processes of this host that no longer exist (a crash or a kill -9).
+def requeue_orphans(session: Session, max_attempts: int) -> list[int]:
+    """Requeue RUNNING jobs claimed by processes of this host that no longer exist (a crash or a kill -9); returns
+    the ids requeued (a Celery worker sends them again).
 
     Each requeue counts as a grading attempt, so a submission that kills its worker every time ends in ERROR
     instead of looping forever.
@@ -111,7 +112,7 @@ def requeue_orphans(session: Session, max_attempts: int) -> int:
             Submission.status == Status.RUNNING, Submission.claimed_by.like(f"{HOST}:%")
         )
     ).all()
-    dead = []
+    dead, dead_claimers = [], set()
     for sub_id, claimed_by in rows:
         try:
             pid = int((claimed_by or "").split(":")[1])
@@ -119,10 +120,22 @@ def requeue_orphans(session: Session, max_attempts: int) -> int:
             continue
         if pid != os.getpid() and not pid_alive(pid):
             dead.append(sub_id)
-    for sub in session.scalars(select(Submission).where(Submission.id.in_(dead), Submission.status == Status.RUNNING)):
+            dead_claimers.add(claimed_by)
+    if not dead:
+        session.commit()  # end the read transaction, as the requeue below would
+        return []
+    requeued = []
+    # Locked and still held by the dead claimer: another process's sweep may have requeued it meanwhile, and a live
+    # worker claimed it since; that claim must stand.
+    held = select(Submission).where(
+        Submission.id.in_(dead), Submission.status == Status.RUNNING, Submission.claimed_by.in_(dead_claimers)
+    )
+    for sub in session.scalars(held.with_for_update().execution_options(populate_existing=True)):
         sub.grading_attempts += 1
         sub.claimed_by, sub.lease_until = None, None
         sub.error = f"internal grading error (attempt {sub.grading_attempts}): the grading process died"
         sub.status = Status.ERROR if sub.grading_attempts >= max_attempts else Status.QUEUED
+        if sub.status == Status.QUEUED:
+            requeued.append(sub.id)
     session.commit()
-    return len(dead)
+    return requeued

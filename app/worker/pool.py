@@ -8,6 +8,7 @@ import threading
 from app.db import session_scope
 from app.worker.claims import claim_next, requeue_orphans, worker_id
 from app.worker.grading import GradingJob
+from app.worker.sweeper import OrphanSweeper
 
 log = logging.getLogger(__name__)
 
@@ -20,16 +21,20 @@ class EmbeddedPool:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        # Another process of this host (a second `autograder worker`) that dies mid-grading: its job is back here.
+        attempts = job.settings.max_grading_attempts
+        self._orphans = OrphanSweeper(job.session_factory, attempts, lambda _ids: self.notify())
 
     def start(self) -> None:
         with session_scope(self.job.session_factory) as session:
             requeued = requeue_orphans(session, self.job.settings.max_grading_attempts)
         if requeued:
-            log.warning("requeued %d submission(s) interrupted by a previous crash", requeued)
+            log.warning("requeued %d submission(s) interrupted by a previous crash", len(requeued))
         for slot in range(self.size):
             thread = threading.Thread(target=self._loop, args=(slot,), name=f"grader-{slot}", daemon=True)
             thread.start()
             self._threads.append(thread)
+        self._orphans.start()
 
     def notify(self) -> None:
         """A new job was queued: wake the idle workers now rather than at their next poll."""
@@ -38,6 +43,7 @@ class EmbeddedPool:
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
         self._wake.set()
+        self._orphans.stop()
         for thread in self._threads:
             thread.join(timeout)
 

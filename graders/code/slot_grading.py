@@ -17,7 +17,7 @@ from graders.model import CodeProblem
 from graders.results import CheckResult, GradeResult, Verdict, Visibility
 from graders.sandbox import codec
 from graders.sandbox.config import RunLimits, SandboxConfig
-from graders.sandbox.errors import RunEnded, SandboxError
+from graders.sandbox.errors import RunEnded
 from graders.sandbox.slot import ALONE, REFERENCE, STUDENT, Slot
 from graders.sandbox.student_process import StudentProcess
 
@@ -61,6 +61,7 @@ def grade_in_slot(
     A cleanup failure after grading keeps the result: the slot is marked for a zygote restart instead.
     """
     limits = run_limits(problem, checks)
+    slot.pool.want(ALONE, sum(spec.visibility is not Visibility.VISIBLE for spec in checks))
     with _child(slot, limits) as shared:
         early = _load(shared, source, problem, checks)
         if early is not None:
@@ -68,17 +69,21 @@ def grade_in_slot(
         caps = codec.Caps(max_bytes=config.max_transfer_mb * 2**20)
         outcomes: list[CheckOutcome] = []
         ended: RunEnded | None = None  # the shared child stopped: later visible checks are not run
+        paused = False  # the shared child is stopped (for a run of consecutive hidden checks)
         for spec in checks:
             if spec.visibility is not Visibility.VISIBLE:
                 # The shared child is stopped meanwhile: no student process but the check's own runs beside a
-                # hidden check (or beside its reference timing).
-                ended = ended or _pause(shared)
-                try:
-                    outcomes.append(_run_alone(slot, limits, config, caps, source, problem, spec))
-                finally:
-                    if ended is None:
-                        shared.resume()
-            elif ended is not None:
+                # hidden check (or beside its reference timing). It stays stopped through a run of hidden checks
+                # (one stop and one resume, not one per check: each costs a wake-up of every process of the child).
+                if not paused and ended is None:
+                    ended = _pause(shared)
+                    paused = ended is None
+                outcomes.append(_run_alone(slot, limits, config, caps, source, problem, spec))
+                continue
+            if paused:
+                shared.resume()
+                paused = False
+            if ended is not None:
                 outcomes.append(CheckOutcome(verdicts.not_run(spec, ended.message), None))
             else:
                 try:
@@ -106,22 +111,16 @@ def _pause(process: StudentProcess) -> RunEnded | None:
 
 @contextlib.contextmanager
 def _child(slot: Slot, limits: RunLimits, role: str = STUDENT) -> Iterator[StudentProcess]:
-    """A fresh locked-down child, finished (killed, reaped, wiped) whatever happens; SandboxError if it cannot start.
+    """A fresh locked-down child (from the slot's pool), killed whatever happens; SandboxError if it cannot start.
 
-    A cleanup failure after the child served is logged and marks the zygote for a restart, keeping any result.
+    The child is killed on the way out; its reap and wipe run in the slot's background (``Slot.release``). A cleanup
+    failure there is logged and marks the zygote for a restart; the result stands.
     """
     process = slot.spawn(limits, role=role)
     try:
         yield process
     finally:
-        try:
-            report = process.finish()
-            if report.output_total:
-                log.debug("submission printed %d bytes", report.output_total)
-        except SandboxError as exc:
-            log.warning("cleanup of a %s child failed; the zygote restarts before the next run: %s", role,
-                        loggable(exc))  # fmt: skip
-            slot.needs_restart = True
+        slot.release(process)
 
 
 def _proxy(
@@ -184,12 +183,13 @@ def reference_child(slot: Slot, student: StudentProcess) -> Iterator[StudentProc
 
     The student is resumed (or, if that fails, killed) and the reference child killed and wiped, whatever happens.
     """
-    student.pause()
-    try:
-        with _child(slot, student.h.limits, REFERENCE) as ref:
-            yield ref
-    finally:
-        student.resume()
+    with slot.pool.hold():  # no fork or reap of the pool beside a timing measurement
+        student.pause()
+        try:
+            with _child(slot, student.h.limits, REFERENCE) as ref:
+                yield ref
+        finally:
+            student.resume()
 
 
 def _reference_factory(

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import os
 import sys
 import threading
+import time
 import traceback
 import types
 from collections.abc import Callable
@@ -86,8 +88,10 @@ def _tensors_in(value: Any) -> list[torch.Tensor]:
 
 
 class Server:
-    def __init__(self, device: str, caps: codec.Caps) -> None:
-        self.device, self.caps = device, caps
+    def __init__(self, device: str, caps: codec.Caps, spec: lockdown.ChildSpec | None = None) -> None:
+        self.device, self.caps, self.spec = device, caps, spec
+        # No student code before the submission's own limits are in force (the pool forks at a ceiling).
+        self.armed = spec is None
         self.module: types.ModuleType | None = None
         self.helpers: dict[str, Any] = {"__builtins__": builtins, "__name__": "autograder_helpers"}
         self.reader = wire.FrameReader(caps.max_bytes)
@@ -117,6 +121,8 @@ class Server:
 
     def handle(self, frame: wire.Frame) -> tuple[dict[str, Any], list[Any]]:
         op = frame.msg.get("op")
+        if op == "limits":
+            return self.limits(frame)
         handler = {
             "load": self.load,
             "define": self.define,
@@ -124,6 +130,8 @@ class Server:
         }.get(str(op))
         if handler is None:
             return {"error": "usage", "message": f"unknown op {op!r}"}, []
+        if not self.armed:
+            return {"error": "unarmed", "message": "the submission's limits were not set"}, []
         try:
             return handler(frame)
         except Usage as exc:
@@ -132,6 +140,21 @@ class Server:
             return {"error": "bad_return", "message": str(exc)}, []
         except BaseException as exc:  # SystemExit and KeyboardInterrupt from student code are outcomes too
             return _exception_reply(exc), []
+
+    def limits(self, frame: wire.Frame) -> tuple[dict[str, Any], list[Any]]:
+        """Lower the rlimits from the pool's ceiling to this submission's; once, before any other request.
+
+        Only the limit fields are taken from the request: uid, working dir and the rest stay what lockdown used.
+        """
+        if self.armed or self.spec is None:
+            return {"error": "unarmed", "message": "limits are set once, first"}, []
+        try:
+            fields: dict[str, Any] = {name: int(frame.msg["limits"][name]) for name in lockdown.LIMIT_FIELDS}
+            lockdown.lower_rlimits(dataclasses.replace(self.spec, **fields))
+        except Exception as exc:
+            return {"error": "unarmed", "message": f"{type(exc).__name__}: {exc}"[:MESSAGE_CHARS]}, []
+        self.armed = True
+        return {"ok": True}, []
 
     def load(self, frame: wire.Frame) -> tuple[dict[str, Any], list[Any]]:
         source = bytes(frame.buffers[0]) if frame.buffers else b""
@@ -289,30 +312,57 @@ class _NoSandboxImports:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
 
+_sandbox_modules: tuple[str, ...] | None = None  # listed once in the zygote (``list_sandbox_modules``)
+
+
+def _is_sandbox_module(name: str) -> bool:
+    return name == "graders" or name.startswith("graders.")
+
+
+def list_sandbox_modules() -> None:
+    """In the zygote, after its last import: the names ``hide_sandbox_modules`` removes in every child.
+
+    Walking ``sys.modules`` in a child touches (copies on write) the page of every key and module of the warmed
+    heap: ~10 ms per child. The zygote imports nothing after this, and a child imports no module of this package
+    before it hides them, so the list is complete.
+    """
+    global _sandbox_modules
+    _sandbox_modules = tuple(n for n in sys.modules if _is_sandbox_module(n))
+
+
 def hide_sandbox_modules() -> None:
     """Student code cannot import this package's types (its Usage, its codec errors) to raise them as ours.
 
     Defence in depth: the trusted side blames by where a failure happened, never by a type's name, so a forged
     exception could not blame the grader anyway. The server keeps working: its modules stay referenced here.
     """
-    for name in [n for n in sys.modules if n == "graders" or n.startswith("graders.")]:
-        del sys.modules[name]
+    names = _sandbox_modules if _sandbox_modules is not None else [n for n in sys.modules if _is_sandbox_module(n)]
+    for name in names:
+        sys.modules.pop(name, None)
     sys.path[:] = [p for p in sys.path if not os.path.isdir(os.path.join(p, "graders"))]
     sys.meta_path.insert(0, _NoSandboxImports())
 
 
 def run_child(spec: lockdown.ChildSpec, fds: tuple[int, int, int], device: str, caps: codec.Caps) -> None:
-    """Entry point in the freshly forked child; never returns."""
+    """Entry point in the freshly forked child; never returns.
+
+    A child of the pool (``prefork.py``) is forked and locked down ahead, and waits for its first request after
+    "ready": until then it holds nothing of any submission. Its rlimits are the pool's ceiling; the first request it
+    serves must lower them to the submission's (``Server.limits``).
+    """
     status = 0
+    marks: list[tuple[str, float]] = [("start", time.monotonic())]
     try:
-        lockdown.lock_down(spec, *fds)
+        lockdown.lock_down(spec, *fds, mark=lambda step: marks.append((step, time.monotonic())))
         hide_sandbox_modules()
+        marks.append(("hidden", time.monotonic()))
     except BaseException as exc:
         _report_lockdown_failure(exc)
         os._exit(70)
     try:
-        wire.write_all(lockdown.RPC_OUT_FD, wire.encode_frame({"op": "ready"}))
-        Server(device, caps).serve()
+        # The stamps are the stage profile (docs/sandbox.md); the trusted side only ever prints them.
+        wire.write_all(lockdown.RPC_OUT_FD, wire.encode_frame({"op": "ready", "t": marks}))
+        Server(device, caps, spec).serve()
     except BaseException:
         status = 71
     _flush_std()

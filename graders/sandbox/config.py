@@ -33,6 +33,10 @@ class SandboxConfig:
         max_transfer_mb: largest frame (all tensors of one argument list or return value together); the trusted side
             may hold one such frame per reply, so keep it small (64 MiB); raise it for problems that need more.
         retries: fresh-zygote retries after an internal failure before SandboxError.
+        prefork: children kept forked and locked down ahead, per slot and role (student, hidden check, reference),
+            so that a submission does not wait for fork and lockdown (``prefork.py``); 0 forks each on demand.
+        prefork_max: how far the pool of hidden-check children may grow (one per hidden check of a problem; a
+            waiting child holds ~6 MiB of its own).
         lock_dir: where the slots' uid lock files live (default /run/autograder-sandbox); it must be a directory
             owned by the grader's euid with mode 0700, or the sandbox refuses to start.
     """
@@ -49,12 +53,16 @@ class SandboxConfig:
     zygote_start_timeout_s: float = 120.0
     bwrap_path: str = "bwrap"
     lock_dir: Path | None = None
+    prefork: int = 2
+    prefork_max: int = 12
 
     def __post_init__(self) -> None:
         if self.mode not in ("bwrap", "unsafe-local"):
             raise ValueError(f"unknown sandbox mode {self.mode!r}; expected 'bwrap' or 'unsafe-local'")
         if self.slots < 1:
             raise ValueError("slots must be at least 1")
+        if not 0 <= self.prefork <= self.prefork_max <= 32:
+            raise ValueError("prefork must be between 0 and prefork_max, prefork_max at most 32")
         if self.mode == "unsafe-local":
             if not self.dev_mode:
                 raise ValueError("sandbox mode 'unsafe-local' is NOT A SANDBOX and is refused unless dev_mode=True")

@@ -9,6 +9,7 @@ directory are masked on top.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import sysconfig
 from pathlib import Path
@@ -119,7 +120,58 @@ def _mask_hidden(config: SandboxConfig, binds: list[tuple[Path, str]]) -> list[s
     return opts
 
 
+# What a CUDA child needs of the host, and nothing more (gap 10 of docs/sandbox.md): the NVIDIA device nodes, and
+# of /sys the GPUs' own PCI device directories (libcuda and NVML read numa_node, local_cpulist, resource, ...), the
+# driver modules' version and parameters, and the CPU and NUMA topology (where the driver places its threads). The
+# rest of /sys (cgroupfs, /sys/kernel, /sys/firmware, every other device) is simply absent from the jail.
+GPU_DEV_ROOT = Path("/dev")
+GPU_SYS_ROOT = Path("/sys")
+GPU_DEVICE_NODE = re.compile(r"nvidia([0-9]+|ctl|-uvm|-uvm-tools|-modeset)")
+GPU_CAPS_DIR = "nvidia-caps"  # MIG capability nodes (nvidia-cap1, ...)
+GPU_SYS_ENTRIES = ("module/nvidia", "module/nvidia_uvm", "devices/system/cpu", "devices/system/node")
+NVIDIA_PCI_VENDOR = "0x10de"
+
+
 def _gpu_binds() -> list[str]:
-    """NVIDIA device nodes and the sysfs the driver reads; only used on GPU workers."""
-    opts = [arg for dev in sorted(Path("/dev").glob("nvidia*")) for arg in ("--dev-bind", str(dev), str(dev))]
-    return [*opts, "--ro-bind", "/sys", "/sys"]
+    return gpu_binds(GPU_DEV_ROOT, GPU_SYS_ROOT)
+
+
+def gpu_binds(dev_root: Path, sys_root: Path) -> list[str]:
+    """bubblewrap options for a GPU worker: the device nodes and sysfs entries found under these roots (the host's
+    /dev and /sys; a test passes a fake tree), bound at /dev/... and /sys/... Symbolic links are never followed.
+    """
+    opts: list[str] = []
+    nodes = [p for p in sorted(dev_root.glob("nvidia*")) if GPU_DEVICE_NODE.fullmatch(p.name)]
+    caps = dev_root / GPU_CAPS_DIR
+    if caps.is_dir() and not caps.is_symlink():
+        nodes.append(caps)
+    for node in nodes:
+        if not node.is_symlink():
+            opts += ["--dev-bind", str(node), f"/dev/{node.relative_to(dev_root)}"]
+    sys_binds: list[tuple[Path, str]] = []
+    links: list[tuple[str, str]] = []
+    for device in sorted((sys_root / "bus" / "pci" / "devices").glob("*")):
+        try:
+            vendor = (device / "vendor").read_text().strip()
+        except OSError:
+            continue
+        real = device.resolve()
+        if vendor != NVIDIA_PCI_VENDOR or not real.is_relative_to(sys_root / "devices"):
+            continue
+        inside = f"/sys/{real.relative_to(sys_root)}"
+        sys_binds.append((real, inside))
+        if device.is_symlink():  # as in sysfs: bus/pci/devices/ADDR -> ../../../devices/pci.../ADDR
+            links.append((os.readlink(device), f"/sys/bus/pci/devices/{device.name}"))
+    if not opts and not sys_binds:
+        return []  # no NVIDIA device here: CUDA cannot start, and the jail gets nothing of /sys or /dev for it
+    for entry in GPU_SYS_ENTRIES:
+        path = sys_root / entry
+        if path.exists() and not path.is_symlink():
+            sys_binds.append((path, f"/sys/{entry}"))
+    dests = [dest for _, dest in sys_binds] + [dest for _, dest in links]
+    opts += _parent_dirs(dests) if dests else []
+    for src, dest in sys_binds:
+        opts += ["--ro-bind", str(src), dest]
+    for target, dest in links:
+        opts += ["--symlink", target, dest]
+    return opts

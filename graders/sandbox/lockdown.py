@@ -15,6 +15,7 @@ import ctypes
 import fcntl
 import os
 import resource
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -28,6 +29,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 0x4000, 0x40000
 # What bubblewrap covers read-only in the jail's /proc: the fresh /proc below covers them the same way.
 PROC_COVERED = ("sys", "sysrq-trigger", "irq", "bus")
+PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 _MiB = 1024 * 1024
 
@@ -46,6 +48,10 @@ class ChildSpec:
     fsize_mb: int
     nofile: int
     workdir_mb: int = 64  # size of the child's own tmpfs working dir (sandboxed)
+
+
+# The fields a submission's limits may lower in a pre-forked child (``lower_rlimits``).
+LIMIT_FIELDS = ("memory_mb", "cpu_s", "nproc", "fsize_mb", "nofile")
 
 
 def keep_only_fds(rpc_in: int, rpc_out: int, output: int) -> None:
@@ -108,7 +114,7 @@ def vm_size_bytes() -> int:
     raise RuntimeError("VmSize missing from /proc/self/status")
 
 
-def set_rlimits(spec: ChildSpec) -> None:
+def _rlimits(spec: ChildSpec) -> list[tuple[int, int, int]]:
     limits = [
         # CPU: the soft limit sends SIGXCPU, the hard one a SIGKILL that cannot be ignored.
         (resource.RLIMIT_CPU, spec.cpu_s, spec.cpu_s + 1),
@@ -121,7 +127,24 @@ def set_rlimits(spec: ChildSpec) -> None:
     if spec.memory_by_rlimit:  # the warmed zygote already maps ~660 MiB: the budget comes on top
         total = vm_size_bytes() + spec.memory_mb * _MiB
         limits.append((resource.RLIMIT_AS, total, total))
-    for which, soft, hard in limits:
+    return limits
+
+
+def set_rlimits(spec: ChildSpec) -> None:
+    for which, soft, hard in _rlimits(spec):
+        resource.setrlimit(which, (soft, hard))
+
+
+def lower_rlimits(spec: ChildSpec) -> None:
+    """A pre-forked child's limits, from the pool's ceiling down to the submission's (``child.Server.limits``).
+
+    Never above what lockdown set: after the uid change a hard limit can only go down (RLIMIT_AS, computed from the
+    VmSize of now, may come out a little higher than at lockdown).
+    """
+    for which, soft, hard in _rlimits(spec):
+        ceiling = resource.getrlimit(which)[1]
+        if ceiling != resource.RLIM_INFINITY:
+            soft, hard = min(soft, ceiling), min(hard, ceiling)
         resource.setrlimit(which, (soft, hard))
 
 
@@ -137,6 +160,10 @@ def no_new_privs() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    # Not dumpable: the kernel writes no core dump at all, not even to a pipe core_pattern (which ignores
+    # RLIMIT_CORE). Here, after the uid change, which resets the flag to fs.suid_dumpable; seccomp refuses to set it.
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
 def enter_workdir(path: str) -> None:
@@ -145,23 +172,37 @@ def enter_workdir(path: str) -> None:
     os.environ.update({"HOME": path, "TMPDIR": path, "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
 
 
-def lock_down(spec: ChildSpec, rpc_in: int, rpc_out: int, output: int) -> None:
-    """Apply every step in the measured order. Raises on any failure: the child must then exit unused."""
+def lock_down(
+    spec: ChildSpec, rpc_in: int, rpc_out: int, output: int, mark: Callable[[str], None] = lambda step: None
+) -> None:
+    """Apply every step in the measured order. Raises on any failure: the child must then exit unused.
+
+    ``mark`` is called after each step with its name (the child's stage profile, docs/sandbox.md).
+    """
     os.setsid()
+    mark("setsid")
     keep_only_fds(rpc_in, rpc_out, output)
+    mark("fds")
     if spec.sandboxed:
         unshare_namespaces()
+        mark("namespaces")
     set_rlimits(spec)
+    mark("rlimits")
     if spec.sandboxed:
         assert spec.uid is not None
         drop_privileges(spec.uid)
+        mark("uid")
     torch.set_num_threads(1)
     no_new_privs()
+    mark("no_new_privs")
     if spec.sandboxed:
         from graders.sandbox import seccomp_filter
 
         seccomp_filter.install(threads_only=spec.memory_by_rlimit)  # no memory cgroup: no new processes either
+        mark("seccomp")
     # The parent's cgroup write (~10 ms under load: the kernel syncs RCU) overlaps the steps above; nothing of the
     # student's runs before it is done.
     wait_for_go()
+    mark("go")
     enter_workdir(spec.workdir)
+    mark("workdir")

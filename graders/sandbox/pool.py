@@ -8,7 +8,7 @@ import queue
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from graders.sandbox.cgroups import CgroupV1
+from graders.sandbox import cgroups
 from graders.sandbox.config import SandboxConfig
 from graders.sandbox.slot import Slot
 
@@ -17,10 +17,11 @@ log = logging.getLogger(__name__)
 
 class SlotPool:
     def __init__(self, config: SandboxConfig) -> None:
-        cgroups = CgroupV1.detect()
-        if cgroups is not None and (stale := cgroups.sweep_stale()):
+        hierarchy = cgroups.detect()
+        if hierarchy is not None and (stale := hierarchy.sweep_stale()):
             log.warning("removed %d cgroup(s) left by a grader that died", stale)
-        self.slots = [Slot(config, cgroups) for _ in range(config.slots)]
+        # Each slot's children share one cgroup with the slot's CPU share (cgroup_common.SLOT_CPU_*).
+        self.slots = [Slot(config, hierarchy.slot() if hierarchy else None) for _ in range(config.slots)]
         self._free: queue.Queue[Slot] = queue.Queue()
         try:
             # Warm every zygote now, in parallel: a submission never pays the torch import.
@@ -40,6 +41,13 @@ class SlotPool:
         finally:
             self._free.put(slot)
 
+    def settle(self, timeout_s: float = 30.0) -> None:
+        """Until every slot has reaped its released children and refilled its pool (tests, benchmarks)."""
+        for slot in self.slots:
+            slot.settle(timeout_s)
+
     def close(self) -> None:
         for slot in self.slots:
             slot.close()
+            if slot.cgroups is not None:
+                slot.cgroups.remove()

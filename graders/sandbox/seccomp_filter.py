@@ -84,6 +84,7 @@ CLONE_NAMESPACE_FLAGS = (
 )
 _LOW32 = 0xFFFFFFFF
 CLONE_THREAD = 0x00010000
+PR_SET_DUMPABLE = 4
 
 
 def build_filter(threads_only: bool = False) -> sc.SyscallFilter:
@@ -108,6 +109,10 @@ def build_filter(threads_only: bool = False) -> sc.SyscallFilter:
     # kill(-1, ...) would signal every process the uid can reach; the uid and the pid namespace already confine
     # the rest (libseccomp cannot express "pid not in {self, group}" in one rule).
     f.add_rule(deny, "kill", sc.Arg(0, sc.MASKED_EQ, _LOW32, _LOW32))
+    # The child is made non-dumpable before this filter loads (lockdown.no_new_privs): making itself dumpable again
+    # would allow a core dump (a pipe core_pattern ignores RLIMIT_CORE) and open its /proc files to its uid. The
+    # kernel reads the option as an int, so only its low 32 bits are compared (high garbage bits do not help).
+    f.add_rule(deny, "prctl", sc.Arg(0, sc.MASKED_EQ, _LOW32, PR_SET_DUMPABLE))
     if threads_only:
         for name in ("fork", "vfork"):  # absent on some architectures (aarch64): glibc uses clone there
             _add(f, deny, name)

@@ -58,16 +58,63 @@ class StudentProcess:
         self.exit_status: int | None = None
         self.cleanup_error: str | None = None
         self._finished = False
+        self._ready = False
+        self.ready_stamps: list[Any] = []  # the child's lockdown stamps (the stage profile only)
+        self.spawn_stamps: list[Any] = []  # the zygote's stamps of this child's fork (likewise)
         self.helpers: set[str] = set()  # names the trusted side defined in this child (checks' Ref targets)
+
+    def go(self) -> None:
+        """Let the child finish its lockdown: the trusted side has put it in its cgroup (``lockdown.wait_for_go``)."""
+        os.write(self.channel.to_child, b"G")  # the pipe is empty: one byte always fits
 
     def wait_ready(self) -> None:
         """The child's first frame says whether lockdown succeeded; anything else is an internal failure."""
-        try:
-            frame = self.channel.receive(time.monotonic() + READY_TIMEOUT_S)
-        except (TimeoutError, ChildClosed, OutputExceeded, WireError) as exc:
-            raise SandboxError(f"the child did not start: {type(exc).__name__}") from exc
+        if self._ready:
+            return
+        frame = self._before_student_code(time.monotonic() + READY_TIMEOUT_S)
         if frame.msg.get("op") != "ready":
             raise SandboxError(f"the child failed its lockdown: {str(frame.msg.get('error'))[:500]}")
+        stamps = frame.msg.get("t")
+        self.ready_stamps = stamps if type(stamps) is list else []
+        self._ready = True
+
+    def _before_student_code(self, deadline: float) -> wire.Frame:
+        """A frame of a child that has run no student code yet: a failure here is the sandbox's, not the student's."""
+        try:
+            return self.channel.receive(deadline)
+        except (TimeoutError, ChildClosed, OutputExceeded, WireError) as exc:
+            raise SandboxError(f"the child did not start: {type(exc).__name__}") from exc
+
+    def arm(self, limits: dict[str, int]) -> None:
+        """Lower a ready child's rlimits from the pool's ceiling to ``limits``: the first request it serves.
+
+        Raises SandboxError on any failure: no student code has run in this child yet.
+        """
+        msg = {"op": "limits", "limits": limits, "id": secrets.token_hex(8)}
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        try:
+            self.channel.send(wire.encode_frame(msg), deadline)
+        except (TimeoutError, ChildClosed) as exc:
+            raise SandboxError(f"the child did not start: {type(exc).__name__}") from exc
+        reply = self._before_student_code(deadline).msg
+        if reply.get("id") != msg["id"] or reply.get("ok") is not True:
+            raise SandboxError(f"the child could not lower its limits: {str(reply.get('message'))[:500]}")
+
+    def alive(self) -> bool:
+        """Whether the child's own process still runs (not gone, not a zombie); a check of /proc, no signal."""
+        return self.h.host_pid > 0 and procfs.state(self.h.host_pid) not in (None, "Z", "X")
+
+    def stop(self) -> None:
+        """SIGKILL the run now, cheaply (no scan of /proc): its cgroup's members and its process group.
+
+        Without a cgroup the child cannot fork (seccomp: threads only), so its process group is all of it. The
+        complete sweep (every process of its uid) and the reap follow in ``finish``, off the critical path.
+        """
+        if self.h.cgroup is not None:
+            self.h.cgroup.signal_all()
+        if self.h.host_pid > 0:
+            with contextlib.suppress(OSError):
+                os.killpg(self.h.host_pid, signal.SIGKILL)
 
     def request(
         self,
@@ -214,6 +261,20 @@ class StudentProcess:
             self.exit_status = status if type(status) is int else -1
             if reply.get("cleanup_error"):
                 self.cleanup_error = str(reply["cleanup_error"])[:500]
+
+    def abandon(self) -> None:
+        """Release what the trusted side holds of a child whose zygote is gone (its processes died with it).
+
+        No signal is sent: the dead child's host pid may belong to another process by now.
+        """
+        if not self._finished:
+            self._finished = True
+            try:
+                self.channel.close()
+            finally:
+                if self.h.cgroup is not None:
+                    self.h.cgroup.kill_all()
+                    self.h.cgroup.remove()
 
     def finish(self) -> RunReport:
         """Kill, reap, wipe and release everything of this run.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import json
 import os
 import signal
@@ -27,7 +28,7 @@ from typing import Any
 import numpy
 import torch
 
-from graders.sandbox import child, codec, lockdown, wire
+from graders.sandbox import child, codec, lockdown, procfs, wire
 from graders.sandbox.pidns_init import ignores_sigchld, init_argv, run_init
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -67,15 +68,8 @@ def set_subreaper() -> None:
 
 
 def pids_of_uid(uid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
+    """By the real uid in /proc/PID/status: /proc/PID itself belongs to root for a child, which is not dumpable."""
+    return procfs.pids_of_uid(uid)
 
 
 def mount_workdir(path: str, size_mb: int, uid: int | None) -> None:
@@ -192,7 +186,7 @@ class Zygote:
                 for fd in fds:
                     os.close(fd)
             self.ctl.send(json.dumps(reply).encode())
-            if self.sandboxed and msg.get("op") == "reap":  # between runs, off the next spawn's path
+            if self.sandboxed and msg.get("op") in ("reap", "spawn"):  # between spawns, off the next one's path
                 self.prepare_namespace()
 
     def handle(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
@@ -205,21 +199,26 @@ class Zygote:
         raise ValueError(f"unknown op {msg['op']!r}")
 
     def spawn(self, spec: lockdown.ChildSpec, fds: list[int]) -> dict[str, Any]:
+        """Fork one child; the reply's "t" holds monotonic stamps of each stage (the stage profile only)."""
         if len(fds) != 3:
             raise ValueError("spawn needs exactly three fds")
+        stamps = [("start", time.monotonic())]
         error = wipe(spec.workdir)
         if error is not None:
             raise RuntimeError(f"cannot clear the working dir: {error}")
+        stamps.append(("wipe", time.monotonic()))
         os.makedirs(spec.workdir, mode=0o700)
         if spec.sandboxed:
             mount_workdir(spec.workdir, spec.workdir_mb, spec.uid)
         elif spec.uid is not None:
             os.chown(spec.workdir, spec.uid, spec.uid)
+        stamps.append(("tmpfs", time.monotonic()))
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = self._fork_isolated(spec, fds) if spec.sandboxed else self._fork_child(spec, fds)
+        pid = self._fork_isolated(spec, fds, stamps) if spec.sandboxed else self._fork_child(spec, fds)
+        stamps.append(("forked", time.monotonic()))
         self.children.add(pid)
-        return {"pid": pid}
+        return {"pid": pid, "t": stamps}
 
     def _fork_child(self, spec: lockdown.ChildSpec, fds: list[int]) -> int:
         pid = os.fork()
@@ -231,7 +230,7 @@ class Zygote:
                 os._exit(70)
         return pid
 
-    def _fork_isolated(self, spec: lockdown.ChildSpec, fds: list[int]) -> int:
+    def _fork_isolated(self, spec: lockdown.ChildSpec, fds: list[int], stamps: list[tuple[str, float]]) -> int:
         """Fork the child as pid 2 of a fresh pid namespace whose pid 1 is a per-run init (``init_argv``).
 
         Both are children of the zygote: ``reap`` gets the child's own exit status and kills the init. The
@@ -246,12 +245,14 @@ class Zygote:
             os.close(spare[1])
             spare = None
         init, ns_fd = spare if spare is not None else self._new_namespace()
+        stamps.append(("pidns" if spare is None else "pidns_ready", time.monotonic()))
         try:
             self._enter_pidns(ns_fd)
             try:
                 pid = self._fork_child(spec, fds)
             finally:
                 self._enter_pidns(self._own())
+            stamps.append(("fork", time.monotonic()))
             # Before the reply, not before the fork: no student code runs before the trusted side's "go", which
             # follows the reply, so no orphan can reach the init earlier; the child's lockdown overlaps the wait.
             self._wait_for_init(init)
@@ -315,6 +316,7 @@ class Zygote:
         restarts this zygote before the next run.
         """
         status = None
+        start = time.monotonic()
         init = self.inits.pop(pid, None)
         self._collect()
         if init is not None and self.exited.pop(init, None) is not None:
@@ -322,7 +324,7 @@ class Zygote:
         for _ in range(5000):  # ~5 s: a SIGKILLed process normally goes within a few ms
             if init is not None:  # the run's pid namespace dies with its init: every process in it is SIGKILLed
                 _kill(init)
-            if uid is not None:  # every process of the slot's uid belongs to this run (one run per slot)
+            if uid is not None:  # every process of the seat's uid belongs to this run (one live child per seat)
                 for victim in pids_of_uid(uid):
                     _kill(victim)
             _kill_group(pid)
@@ -341,7 +343,10 @@ class Zygote:
         # Keep only statuses of children still running a request (the student's, while a reference child is reaped).
         live = self.children | set(self.inits.values()) | ({self._spare[0]} if self._spare is not None else set())
         self.exited = {p: s for p, s in self.exited.items() if p in live}
-        return {"ok": True, "status": status, "cleanup_error": wipe(workdir)}
+        collected = time.monotonic()
+        error = wipe(workdir)
+        stamps = [("start", start), ("collected", collected), ("wiped", time.monotonic())]
+        return {"ok": True, "status": status, "cleanup_error": error, "t": stamps}
 
     def _collect(self) -> None:
         """Reap every exited child (the run's own and orphans handed to this subreaper), keeping statuses."""
@@ -375,6 +380,11 @@ def main() -> None:
 
         seccomp_filter.build_filter()  # loads libseccomp now, while the zygote can still read everything
     ctl = socket.socket(fileno=int(ctl_fd))
+    # Everything the zygote holds now goes to the collector's permanent generation: a collection in a child then
+    # never walks (and so never copies on write) the objects of the warmed heap.
+    gc.collect()
+    gc.freeze()
+    child.list_sandbox_modules()
     Zygote(ctl, work_root, device, int(max_bytes), sandboxed=sandboxed == "1").serve()
 
 

@@ -26,6 +26,7 @@ CONTROL_TIMEOUT_S = 30.0
 class ZygoteClient:
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
+        self._lock = threading.Lock()  # one request at a time on the control socket: replies come in order
         self._ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._host_work: str | None = None
         if config.sandboxed:
@@ -83,11 +84,13 @@ class ZygoteClient:
         raise SandboxError(f"cannot find the host pid of jailed child {inner}")
 
     def request(self, msg: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
-        try:
-            socket.send_fds(self._ctl, [json.dumps(msg).encode()], fds or [])
-        except OSError as exc:
-            raise SandboxError(f"zygote control channel failed: {exc}{self.stderr_tail()}") from exc
-        reply = self._receive(CONTROL_TIMEOUT_S)
+        """One request and its reply; thread-safe (the slot's housekeeper forks and reaps beside the grading)."""
+        with self._lock:
+            try:
+                socket.send_fds(self._ctl, [json.dumps(msg).encode()], fds or [])
+            except OSError as exc:
+                raise SandboxError(f"zygote control channel failed: {exc}{self.stderr_tail()}") from exc
+            reply = self._receive(CONTROL_TIMEOUT_S)
         if "error" in reply:
             raise SandboxError(f"zygote refused {msg.get('op')}: {reply['error']}")
         return reply

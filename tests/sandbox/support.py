@@ -59,8 +59,22 @@ def require_fork(grader) -> None:
         pytest.skip("without a memory cgroup the sandbox refuses fork (test_fork_is_refused_without_a_memory_cgroup)")
 
 
+def survivors(grader) -> list[int]:
+    """Host processes of the slot's uids once its released children are reaped, the pool's waiting children aside.
+
+    Those pre-forked children (one process each, no student code yet) are the only processes a slot may hold between
+    runs; anything else of its uids outlived a run.
+    """
+    from graders.sandbox import procfs
+
+    slot = grader._pool.slots[0]
+    slot.settle()
+    waiting = set(slot.pool.pooled_pids())
+    return sorted(pid for uid in slot.uids for pid in procfs.pids_of_uid(uid) if pid not in waiting)
+
+
 def jail_config(**kwargs: object) -> SandboxConfig:
-    return SandboxConfig(mode="bwrap", slots=1, **kwargs)  # type: ignore[arg-type]
+    return SandboxConfig(**{"mode": "bwrap", "slots": 1, **kwargs})  # type: ignore[arg-type]
 
 
 ATTACK_TEMPLATE = """

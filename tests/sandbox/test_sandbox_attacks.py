@@ -145,10 +145,7 @@ if os.fork() == 0:
 """
     result = support.grade(grader, support.attack_source("", prelude=prelude))
     assert result.score == support.FULL_MARKS  # a daemon alone is no violation; it just must not survive
-    uid = grader._pool.slots[0].uid
-    from graders.sandbox import procfs
-
-    assert procfs.pids_of_uid(uid) == []
+    assert support.survivors(grader) == []
     support.assert_healthy(grader)
 
 

@@ -148,6 +148,7 @@ def test_a_cleanup_failure_after_grading_keeps_the_result(grader, monkeypatch):
     result = support.grade(grader, support.GOOD_SOURCE)
     assert result.score == support.FULL_MARKS, result.to_dict()
     slot = grader._pool.slots[0]
+    slot.settle()  # the cleanup runs in the pool's background, after the result is returned
     assert slot.needs_restart
     old = slot.zygote
     monkeypatch.setattr(StudentProcess, "finish", original)

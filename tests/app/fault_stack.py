@@ -1,0 +1,190 @@
+"""The real processes a fault test starts, stops and kills: a private redis-server on a free port, `autograder
+serve` and `autograder worker`, each in a session of its own with its log in a file. Nothing here is a mock."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.submissions.models import CheckResultRow, Status, Submission
+from tests.conftest import REPO, service_missing
+
+FINAL = {Status.GRADED, Status.ERROR}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(what: str, ready: Callable[[], bool], bound_s: float = 120, every_s: float = 0.1) -> float:
+    """Poll until ``ready()``; returns the seconds it took. The bound only stops a hung test; it measures nothing."""
+    start = time.monotonic()
+    while time.monotonic() - start < bound_s:
+        try:
+            if ready():
+                return time.monotonic() - start
+        except Exception:  # a server still starting, a broker still down
+            pass
+        time.sleep(every_s)
+    pytest.fail(f"{what}: not within {bound_s} s")
+
+
+class PrivateRedis:
+    """A redis-server of this test only, so it can be stopped without disturbing anyone else's."""
+
+    def __init__(self, tmp: Path, port: int | None = None) -> None:
+        if shutil.which("redis-server") is None:
+            service_missing("redis-server (to start a private one)", FileNotFoundError("not on PATH"))
+        self.port, self.tmp = port or free_port(), tmp
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        import redis
+
+        cmd = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        log = (self.tmp / "redis.log").open("ab")
+        self.proc = subprocess.Popen([*cmd, "--dir", str(self.tmp)], stdout=log, stderr=log, start_new_session=True)
+        wait_until("redis-server answers", lambda: bool(redis.Redis.from_url(self.url).ping()), bound_s=30)
+
+    def stop(self) -> None:
+        """Gone at once, like a crashed broker; started again empty (no persistence): its queue is lost too."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
+
+
+class Process:
+    """`python -m app.cli.main ARGS` in a session of its own, stdout and stderr in ``log``."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.log = log
+        with log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "app.cli.main", *args],
+                cwd=REPO,
+                env={**os.environ, **env},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def kill(self) -> None:
+        """SIGKILL the process only (not its group): whatever it started must not outlive it by itself."""
+        self.proc.kill()
+        self.proc.wait(30)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        # Anything left in its session (a sandbox child) goes too, so a failed test leaves no stray process.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def statuses(sessions: sessionmaker[Session], ids: list[int]) -> dict[int, str]:
+    with sessions() as session:
+        rows = session.execute(select(Submission.id, Submission.status).where(Submission.id.in_(ids))).all()
+        return {sub_id: status for sub_id, status in rows}
+
+
+def all_final(sessions: sessionmaker[Session], ids: list[int]) -> Callable[[], bool]:
+    def ready() -> bool:
+        now = statuses(sessions, ids)
+        return len(now) == len(ids) and all(s in FINAL for s in now.values())
+
+    return ready
+
+
+def assert_graded_once(sessions: sessionmaker[Session], ids: list[int], checks_each: int) -> None:
+    """Each graded, with one set of check rows (a result is written once per claim: a second grading of the same
+    claim, or two claims both writing, would leave more rows or a takeover count)."""
+    with sessions() as session:
+        for sub_id in ids:
+            sub = session.get(Submission, sub_id)
+            assert sub is not None and sub.status == Status.GRADED, (sub_id, sub and sub.status, sub and sub.error)
+            assert sub.grade is not None
+            rows = session.scalar(
+                select(func.count()).select_from(CheckResultRow).where(CheckResultRow.submission_id == sub_id)
+            )
+            assert rows == checks_each, (sub_id, rows)
+
+
+def healthz(base: str) -> dict:  # type: ignore[type-arg]
+    resp = httpx.get(f"{base}/healthz", timeout=5)
+    assert resp.status_code == 200, resp.text
+    return resp.json()  # type: ignore[no-any-return]
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(parent pid, start time in clock ticks) of a live process, None once it is gone (or a zombie)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()  # the name may hold spaces and parentheses
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[1]), int(fields[19])
+
+
+def descendants(root: int) -> dict[int, int]:
+    """Every live descendant of ``root`` (children of children too), by pid, with its start time."""
+    parents: dict[int, list[int]] = {}
+    starts: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
+            parents.setdefault(stat[0], []).append(int(entry.name))
+            starts[int(entry.name)] = stat[1]
+    found: dict[int, int] = {}
+    todo = [root]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            if child in starts and child not in found:
+                found[child] = starts[child]
+                todo.append(child)
+    return found
+
+
+def survivors(former: dict[int, int]) -> list[int]:
+    """The processes of ``former`` still alive (the same start time: not a new process that reused the pid)."""
+    return [pid for pid, start in former.items() if (stat := _stat(pid)) is not None and stat[1] == start]
+
+
+def depth_below(root: int, pid: int) -> int:
+    """How many parent links lead from ``pid`` up to ``root`` (0 when ``root`` is not an ancestor)."""
+    depth, current = 0, pid
+    while current not in (0, 1, root):
+        stat = _stat(current)
+        if stat is None:
+            return 0
+        current, depth = stat[0], depth + 1
+    return depth if current == root else 0
