@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test lint typecheck pytest bench sandbox-deps worker clean
+.PHONY: serve test lint typecheck pytest bench sandbox-deps browser-deps worker clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,6 +23,16 @@ sandbox-deps:
 	    echo "WARNING: bubblewrap (bwrap) is missing: install it (Debian/Ubuntu: sudo apt-get install bubblewrap)"; \
 	  fi; }
 
+# The browser tests (tests/browser) drive Debian's chromium with Playwright (its own browser download needs the
+# network); the CJK font makes the Chinese sets readable in screenshots. Installed as root with apt, else skipped.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei) >/dev/null; \
+	  else \
+	    echo "NOTE: chromium is missing, so the browser tests will skip (Debian/Ubuntu: sudo apt-get install chromium)"; \
+	  fi; }
+
 serve: $(STAMP) sandbox-deps
 	$(BIN)/autograder serve --host $(HOST) --port $(PORT)
 
@@ -37,7 +47,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) sandbox-deps
+pytest: $(STAMP) sandbox-deps browser-deps
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
@@ -46,4 +56,4 @@ bench: $(STAMP) sandbox-deps
 	$(BIN)/python -m bench.run_all
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build/browser-screenshots

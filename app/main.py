@@ -27,6 +27,7 @@ from app.request_id import RequestIdMiddleware
 from app.submissions.events import GradeEvents, RedisRelay
 from app.submissions.router import router as submissions_router
 from app.users.router import router as users_router
+from app.web.too_large import HtmlTooLarge
 from app.webhooks.router import router as webhooks_router
 from app.webhooks.sender import WebhookSender
 from app.worker.code_grader import LazyCodeGrader
@@ -107,6 +108,7 @@ def create_app(
         return settings.max_upload_bytes if is_upload else settings.max_body_bytes
 
     app.add_middleware(BodySizeLimit, limit_for=limit_for)
+    app.add_middleware(HtmlTooLarge)  # pages get an HTML 413, the API keeps its JSON
     disk_space.install(app, settings.data_dir, settings.min_free_disk_bytes)
     app.add_middleware(RefuseNul)
     app.add_middleware(

@@ -10,7 +10,7 @@ import typer
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.cli.common import load_set_or_exit, migrated_sessions, print_set_errors, settings_or_exit
-from app.problemsets import service
+from app.problemsets import refused, service
 from app.problemsets.service import ProblemSetRejected
 from app.worker.code_grader import LazyCodeGrader
 from graders.grade import problem_view, validate_set
@@ -72,14 +72,19 @@ def load_one(sessions: sessionmaker[Session], folder: Path, grader: LazyCodeGrad
         except ProblemSetInvalid as exc:
             typer.secho(f"  refused: {len(exc.errors)} error(s)", fg="red", err=True)
             print_set_errors(exc)
+            refused.record(grader.settings, folder, errors=[e.to_dict() for e in exc.errors], report=None,
+                           text="\n".join(str(e) for e in exc.errors))  # fmt: skip
             return False
         except ProblemSetRejected as exc:
             typer.secho("  refused:", fg="red", err=True)
             typer.echo(exc.report.render_text(), err=True)
+            refused.record(grader.settings, folder, errors=[], report=exc.report.to_dict(),
+                           text=exc.report.render_text())  # fmt: skip
             return False
         except Exception as exc:  # one broken set must not stop `serve` from loading the others
             typer.secho(f"  failed: {type(exc).__name__}: {exc}", fg="red", err=True)
             return False
+        refused.clear(grader.settings, folder)
         state = "new version" if created else "unchanged"
         typer.echo(f"  {version.problem_set.slug} v{version.number} ({state})")
         if created:

@@ -44,7 +44,7 @@ class PartView(BaseModel):
     id: str = Field(examples=["b1"])
     kind: str = Field(description="the answer kind, e.g. text, numeric, shape, symbolic, choice, essay")
     points: float
-    hint: str = Field(description="the format the blank expects, e.g. 'number, e.g. 0.5 or 2^5'")
+    hint: str = Field(description="the format the blank expects, e.g. 'number, e.g. 0.75 or 3^4'")
     widget: Literal["line", "matrix", "essay", "options"] = Field(description="how a form shows the blank")
     options: list[str] | None = Field(default=None, description="choice parts: the option labels")
     multi: bool | None = Field(default=None, description="choice parts: several options may be picked")

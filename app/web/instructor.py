@@ -17,6 +17,7 @@ from app.deps import RowId, RowIdQuery
 from app.errors import Forbidden, Invalid
 from app.gradebook import service as gradebook
 from app.gradebook.stats import set_stats
+from app.problemsets import refused
 from app.problemsets import service as sets
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.users.models import User
@@ -39,7 +40,10 @@ def _staff_sets(session: WebSession, user: User) -> list[tuple[ProblemSet, Probl
 
 
 def _instructor_page(request: Request, session: WebSession, user: User, status: int = 200, **context: Any) -> Response:
-    return render(request, "instructor/index.html", status, sets=_staff_sets(session, user), **context)
+    refused_sets = refused.listed(request.app.state.settings)
+    return render(
+        request, "instructor/index.html", status, sets=_staff_sets(session, user), refused=refused_sets, **context
+    )
 
 
 @router.get("/instructor")
@@ -104,17 +108,32 @@ def upload(
 def gradebook_page(
     request: Request, slug: str, user: WebInstructor, session: WebSession, offering: RowIdQuery = None
 ) -> Response:
-    """The gradebook table of one offering, the CSV link, per-question statistics and what awaits manual grading."""
+    """The gradebook table of one offering, the CSV link, per-question statistics and what awaits manual grading.
+
+    A cell whose best attempt waits for hand grading shows "pending", not its automatic 0, and the row's total
+    leaves it out until it is graded.
+    """
     access = access_for(session, user)
     book = gradebook.gradebook(session, access=access, slug=slug, offering_id=offering)
+    awaiting = (
+        gradebook.awaiting_manual(session, access=access, slug=slug, offering_id=book.offering)
+        if access.can(book.offering, Action.GRADE)
+        else []
+    )
+    # awaiting_manual lists each student's latest graded attempt that nobody has scored by hand yet.
+    pending = {(a.user_id, a.problem) for a in awaiting}
+    totals = {
+        row.user_id: sum(c.best_score or 0.0 for pid, c in row.cells.items() if (row.user_id, pid) not in pending)
+        for row in book.students
+    }
     return render(
         request,
         "instructor/gradebook.html",
         book=book,
         stats=set_stats(session, access=access, slug=slug, offering_id=book.offering),
-        awaiting=gradebook.awaiting_manual(session, access=access, slug=slug, offering_id=book.offering)
-        if access.can(book.offering, Action.GRADE)
-        else [],
+        awaiting=awaiting,
+        pending=pending,
+        totals=totals,
     )
 
 

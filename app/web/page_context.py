@@ -14,6 +14,7 @@ from app.courses.access import Access, access_for
 from app.courses.models import Assignment
 from app.courses.policy import policy_for
 from app.gradebook import service as gradebook
+from app.gradebook.service import Progress
 from app.problemsets import service as sets
 from app.submissions import service as submissions
 from app.submissions.models import Status, Submission
@@ -21,7 +22,11 @@ from app.submissions.presenter import submission_public
 from app.submissions.release import seal_for, seal_of
 from app.submissions.schemas import SubmissionPublic
 from app.users.models import User
+from app.web.blanks import Mark, blank_html
+from app.web.markdown import render_prompt
 from graders.model import ProblemSetSpec
+from graders.problemset.loader import LoadedSet
+from graders.results import Verdict
 
 
 @dataclass
@@ -36,6 +41,7 @@ class SetCard:
     attempted: int
     best_total: float
     max_total: float
+    pending: int = 0  # problems awaiting hand grading, left out of best_total
 
 
 def set_cards(session: Session, *, user: User) -> list[SetCard]:
@@ -47,6 +53,7 @@ def set_cards(session: Session, *, user: User) -> list[SetCard]:
         version = courses.version_of(session, assignment)
         spec = sets.spec_of(version)
         mine = _released_progress(session, access, assignment, spec, user)
+        pending = pending_manual(session, mine)
         points = version.validation_report.get("points", {})
         due = policy_for(assignment, spec, "", courses.member_of(session, assignment.offering_id, user.id)).due_at
         cards.append(
@@ -59,7 +66,8 @@ def set_cards(session: Session, *, user: User) -> list[SetCard]:
                 problems=len(version.spec.get("problems", [])),
                 due_at=due.isoformat() if due else None,
                 attempted=len(mine),
-                best_total=sum(p.best_score or 0.0 for p in mine.values()),
+                best_total=sum(p.best_score or 0.0 for pid, p in mine.items() if pid not in pending),
+                pending=len(pending),
                 max_total=sum(float(v) for v in points.values()),
             )
         )
@@ -77,10 +85,29 @@ def _released_progress(
     return out
 
 
+@dataclass
+class Latest:
+    """What the set page keeps of a problem's latest attempt: the answers or code sent, and each blank's mark."""
+
+    answers: dict[str, str] = field(default_factory=dict)
+    code: str = ""
+    marks: dict[str, Mark] = field(default_factory=dict)
+
+
 def set_page(
-    session: Session, settings: Settings, *, user: User, slug: str, offering_id: int | None = None
+    session: Session,
+    settings: Settings,
+    *,
+    user: User,
+    slug: str,
+    offering_id: int | None = None,
+    typed: dict[str, list[str]] | None = None,
+    typed_problem: str | None = None,
 ) -> dict[str, Any]:
-    """The student view of a set (prompts, parts, points) plus the user's progress on each problem."""
+    """The student view of a set with each blank in its prompt, the last answers filled in and marked.
+
+    ``typed`` (the answers of a refused form for ``typed_problem``) replaces that problem's last answers.
+    """
     access = access_for(session, user)
     found = courses.resolve(session, access, slug, offering_id=offering_id)
     version = courses.version_of(session, found.assignment)
@@ -88,11 +115,73 @@ def set_page(
     member = courses.member_of(session, found.assignment.offering_id, user.id)
     view = sets.student_view(version, loaded, due_at=policy_for(found.assignment, loaded.spec, "", member).due_at)
     view["language"] = loaded.spec.language
+    progress = _released_progress(session, access, found.assignment, loaded.spec, user)
+    latest = {pid: _latest(session, loaded, access, p.latest_submission_id, user) for pid, p in progress.items()}
+    for problem in view["problems"]:
+        mine = latest.get(problem["id"]) or Latest()
+        if typed is not None and typed_problem == problem["id"]:
+            mine = Latest(answers={k: v[0] if len(v) == 1 else ",".join(v) for k, v in typed.items()})
+        problem["given"] = mine.answers
+        problem["last_code"] = mine.code
+        problem["marks"] = mine.marks
+        _place_blanks(problem, slug=view["id"], mine=mine)
     return {
         "set": view,
         "offering": found.assignment.offering_id,
-        "progress": _released_progress(session, access, found.assignment, loaded.spec, user),
+        "progress": progress,
+        "pending": pending_manual(session, progress),
     }
+
+
+def pending_manual(session: Session, progress: dict[str, Progress]) -> set[str]:
+    """Problems whose best attempt still waits for hand grading: shown as pending, never as its automatic 0."""
+    out = set()
+    for pid, prog in progress.items():
+        sub = session.get(Submission, prog.best_submission_id) if prog.best_submission_id else None
+        if sub is not None and is_pending_manual(sub):
+            out.add(pid)
+    return out
+
+
+def is_pending_manual(sub: Submission) -> bool:
+    return sub.status == Status.GRADED and sub.grade is not None and sub.grade.verdict == Verdict.PENDING_MANUAL
+
+
+def _latest(session: Session, loaded: LoadedSet, access: Access, submission_id: int, user: User) -> Latest:
+    sub = session.get(Submission, submission_id)
+    if sub is None or sub.user_id != user.id:
+        return Latest()
+    payload = sub.payload or {}
+    answers = payload.get("answers") if isinstance(payload.get("answers"), dict) else {}
+    code = payload.get("code") if isinstance(payload.get("code"), str) else ""
+    marks: dict[str, Mark] = {}
+    if sub.status == Status.GRADED:
+        # The same visibility and release rules as the submission page: a sealed check gives no mark.
+        view = submission_public(sub, loaded, seal=seal_for(session, sub, access, loaded.spec))
+        for check in view.checks:
+            if check.category == "answer" and check.passed is not None:
+                marks[check.name] = Mark(passed=check.passed, feedback=check.feedback)
+    return Latest(answers={str(k): str(v) for k, v in (answers or {}).items()}, code=code or "", marks=marks)
+
+
+def _place_blanks(problem: dict[str, Any], *, slug: str, mine: Latest) -> None:
+    """Render the prompt with its blanks in place; parts not placed there (options, no marker) go below it."""
+    parts = problem.get("parts", []) if problem["takes"] == "answers" else []
+    inline = {
+        part["id"]: blank_html(
+            slug=slug,
+            problem_id=problem["id"],
+            part=part,
+            given=mine.answers.get(part["id"], ""),
+            mark=mine.marks.get(part["id"]),
+            multi_part=len(parts) > 1,
+        )
+        for part in parts
+        if part["widget"] != "options"
+    }
+    problem["prompt_html"], placed = render_prompt(problem["prompt"], inline)
+    problem["below"] = [part for part in parts if part["id"] not in placed]
+    problem["below_html"] = {pid: html for pid, html in inline.items() if pid not in placed}
 
 
 @dataclass

@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from app.web.deps import CSRF_FIELD, csrf_token
+from app.web.feedback import summarize
 from app.web.markdown import render_inline, render_markdown
 
 HERE = Path(__file__).resolve().parent
@@ -54,6 +55,15 @@ templates.env.filters["when"] = _when
 templates.env.filters["when_in"] = _when_in
 templates.env.filters["points"] = _points
 templates.env.filters["score"] = _score
+templates.env.filters["feedback_summary"] = summarize
+
+
+def render_fragment(request: Request, template: str, **context: Any) -> str:
+    """A part of a page (no layout), for in-place updates."""
+    context.setdefault("user", getattr(request.state, "user", None))
+    context["csrf_field"] = CSRF_FIELD
+    context["csrf_token"] = csrf_token(request)
+    return templates.get_template(template).render(request=request, **context)
 
 
 def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
@@ -62,4 +72,7 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
     context.setdefault("staff", getattr(request.state, "staff", False))
     context["csrf_field"] = CSRF_FIELD
     context["csrf_token"] = csrf_token(request)
-    return templates.TemplateResponse(request, template, context, status_code=status_code)
+    response = templates.TemplateResponse(request, template, context, status_code=status_code)
+    # Pages hold a user's answers and a CSRF token: Back after Submit must ask again, not show a stale copy.
+    response.headers["Cache-Control"] = "no-store"
+    return response

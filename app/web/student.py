@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
+
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import RedirectResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from app.config import Settings
@@ -15,17 +20,23 @@ from app.deps import RowId, RowIdQuery
 from app.errors import Invalid
 from app.problemsets.service import loaded_version
 from app.submissions import service as submissions
+from app.submissions.events import SAFETY_POLL_S, GradeEvents
 from app.submissions.intake import ANSWER_PREFIX, web_form_input
 from app.submissions.models import Source
 from app.submissions.presenter import submission_summary
 from app.submissions.release import SealCache
 from app.users.models import User
+from app.users.service import cookie_user
 from app.web import page_context
-from app.web.deps import CheckedForm, WebSession, WebSettings, WebUser
+from app.web.deps import CheckedForm, LoginRequired, WebSession, WebSettings, WebUser
 from app.web.page_route import WebRoute
-from app.web.rendering import render
+from app.web.rendering import render, render_fragment
+from graders.answers.preview import Preview
+from graders.answers.registry import ANSWER_KINDS
 
 router = APIRouter(route_class=WebRoute)
+WAITING = ("queued", "running")
+LIVE_WAIT_S = 25.0  # one long request at a time per waiting page; the script asks again until graded
 
 
 @router.get("/")
@@ -60,11 +71,16 @@ def submit(
         # A malformed answer or a used-up attempt: back to the form with the reason (nothing was stored).
         session.rollback()
         # Back to the set page with the message next to this problem and the answers as they were typed.
-        typed = {k.removeprefix(ANSWER_PREFIX): form.getlist(k) for k in form if k.startswith(ANSWER_PREFIX)}
+        typed = {
+            k.removeprefix(ANSWER_PREFIX): [v for v in form.getlist(k) if isinstance(v, str)]
+            for k in form
+            if k.startswith(ANSWER_PREFIX)
+        }
         code = form.get("code")
-        context = page_context.set_page(session, settings, user=user, slug=slug, offering_id=_offering_field(form))
+        context = page_context.set_page(session, settings, user=user, slug=slug, offering_id=_offering_field(form),
+                                        typed=typed, typed_problem=problem_id)  # fmt: skip
         return render(request, "set.html", exc.status_code, math=True, error_problem=problem_id, error=exc.message,
-                      typed=typed, typed_code=code if isinstance(code, str) else "", **context)  # fmt: skip
+                      typed_code=code if isinstance(code, str) else "", **context)  # fmt: skip
     request.app.state.dispatch(sub_id)
     return RedirectResponse(f"/submissions/{sub_id}", status_code=303)
 
@@ -94,14 +110,75 @@ def _store(session: Session, settings: Settings, form: FormData, *, user: User, 
     return sub.id
 
 
+@router.get("/sets/{slug}/problems/{problem_id}/preview")
+def preview(
+    slug: str,
+    problem_id: str,
+    user: WebUser,
+    session: WebSession,
+    settings: WebSettings,
+    part: str = "",
+    text: str = "",
+    offering: RowIdQuery = None,
+) -> JSONResponse:
+    """How a blank's text parses (LaTeX for KaTeX, or the parse error), before it is submitted; never right/wrong.
+
+    Only for a set assigned to the viewer (404 otherwise), like the set page itself.
+    """
+    found = courses.resolve(session, access_for(session, user), slug, offering_id=offering)
+    version = courses.version_of(session, found.assignment)
+    problem = loaded_version(settings, version).spec.problem(problem_id)
+    # Every problem that takes answers has its parts' specs as ``parts`` (fill-in, choice, manual); code has none.
+    parts = getattr(problem, "parts", []) if problem is not None else []
+    spec = dict(zip(problem.part_ids(), parts, strict=False)).get(part) if problem is not None else None
+    kind = ANSWER_KINDS[spec.kind] if spec is not None else None
+    if spec is None or kind is None or kind.preview is None:
+        return JSONResponse({"ok": False, "latex": "", "error": f"no preview for part {part[:20]!r}"}, status_code=404)
+    shown = kind.preview(text, spec) if text.strip() else Preview()
+    return JSONResponse({"ok": shown.ok, "latex": shown.latex, "error": shown.error})
+
+
 @router.get("/submissions/{submission_id}")
 def submission_page(
     request: Request, submission_id: RowId, user: WebUser, session: WebSession, settings: WebSettings
 ) -> Response:
-    """Status (refreshing while it is graded), score, per-check results, feedback and the explanation."""
+    """Status (updated in place while it is graded), score, per-check results, feedback and the explanation."""
     page = page_context.submission_page(session, settings, user=user, submission_id=submission_id)
-    refresh = 2 if page.sub.status in ("queued", "running") else None
-    return render(request, "submission.html", math=True, page=page, refresh=refresh)
+    return render(request, "submission.html", math=True, page=page, waiting=page.sub.status in WAITING)
+
+
+@router.get("/submissions/{submission_id}/live")
+async def submission_live(request: Request, submission_id: RowId, wait: float = 0) -> Response:
+    """The result part of the submission page, once graded or after ``wait`` seconds (for in-place updates).
+
+    Woken by the worker's grade event, like the API's ``?wait``; the page's script asks again while it is waiting.
+    No database session is held while waiting: each read opens its own (many pages may wait at once).
+    """
+    settings = request.app.state.settings
+    deadline = time.monotonic() + min(max(wait, 0.0), LIVE_WAIT_S)
+    events: GradeEvents = request.app.state.grade_events
+    with events.listen(submission_id) as finished_event:  # registered before the first read: no wake-up is missed
+        while True:
+            page, html = await run_in_threadpool(_live_fragment, request, settings, submission_id)
+            remaining = deadline - time.monotonic()
+            if page.sub.status not in WAITING or remaining <= 0:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(finished_event.wait(), min(remaining, SAFETY_POLL_S))
+            finished_event.clear()
+    response = HTMLResponse(html)
+    response.headers["X-Submission-Status"] = str(page.sub.status)
+    return response
+
+
+def _live_fragment(request: Request, settings: Settings, submission_id: int) -> tuple[page_context.SubmissionPage, str]:
+    with request.app.state.session_factory() as session:
+        user = cookie_user(session, request.session)
+        if user is None:
+            raise LoginRequired
+        page = page_context.submission_page(session, settings, user=user, submission_id=submission_id)
+        html = render_fragment(request, "_result.html", page=page, user=user)
+        return page, html
 
 
 @router.get("/history")

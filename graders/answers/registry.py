@@ -23,6 +23,14 @@ from graders.answers.essay import grade_essay
 from graders.answers.identifier import grade_identifier
 from graders.answers.matrix import grade_matrix
 from graders.answers.numeric import grade_numeric, numeric_format_error
+from graders.answers.preview import (
+    Preview,
+    preview_matrix,
+    preview_numeric,
+    preview_shape,
+    preview_size,
+    preview_symbolic,
+)
 from graders.answers.shape import grade_shape, shape_format_error
 from graders.answers.size import grade_size, size_format_error
 from graders.answers.specs import (
@@ -59,6 +67,8 @@ class AnswerKind:
         format_error: why a text cannot be read as this kind at all (``sqrt(d_k``, a shape with a letter), or
             None; such an answer is refused before it is stored and does not use an attempt. None: every text
             is an answer (text, choice, essay).
+        preview: how the form shows what was typed before it is submitted (parsed, never compared with the answer);
+            None for kinds whose text is shown as typed.
     """
 
     spec: type[AnswerSpec]
@@ -68,6 +78,7 @@ class AnswerKind:
     auto: bool = True
     view: Callable[[Any], dict[str, Any]] = field(default=lambda spec: {})
     format_error: Callable[[str, Any], str | None] | None = None
+    preview: Callable[[str, Any], Preview] | None = None
 
     @property
     def name(self) -> str:
@@ -160,6 +171,8 @@ def _choice_hint(spec: ChoiceSpec) -> str:
     return "choose all that apply" if spec.multi else "choose one"
 
 
+# Format hints show the form a blank accepts with neutral values: never a shipped answer (a shared example such as
+# sqrt(d_k) *is* one blank's answer) and never a form the grader refuses (letters in a shape, MB where MiB is meant).
 for _kind in (
     AnswerKind(TextSpec, grade_text, "word or phrase"),
     AnswerKind(
@@ -169,11 +182,35 @@ for _kind in (
         widget="options",
         view=lambda spec: {"options": spec.options, "multi": spec.multi},
     ),
-    AnswerKind(NumericSpec, grade_numeric, "number, e.g. 0.5 or 2^5", format_error=numeric_format_error),
-    AnswerKind(MatrixSpec, grade_matrix, "matrix, e.g. [[1, 2], [3, 4]]", widget="matrix"),
-    AnswerKind(ShapeSpec, grade_shape, "shape, e.g. (B, T, d)", format_error=shape_format_error),
-    AnswerKind(SizeSpec, grade_size, "size with unit, e.g. 4 MB", format_error=size_format_error),
-    AnswerKind(SymbolicSpec, grade_symbolic, "expression, e.g. sqrt(d_k)", format_error=symbolic_format_error),
+    AnswerKind(
+        NumericSpec,
+        grade_numeric,
+        "number, e.g. 0.75 or 3^4",
+        preview=preview_numeric,
+        format_error=numeric_format_error,
+    ),
+    AnswerKind(MatrixSpec, grade_matrix, "matrix, e.g. [[1, 2], [3, 4]]", widget="matrix", preview=preview_matrix),
+    AnswerKind(
+        ShapeSpec,
+        grade_shape,
+        "shape in numbers, e.g. 2×3×4 or (2, 3, 4)",
+        preview=preview_shape,
+        format_error=shape_format_error,
+    ),
+    AnswerKind(
+        SizeSpec,
+        grade_size,
+        "size with its unit, e.g. 1.5 KiB or 512 B",
+        preview=preview_size,
+        format_error=size_format_error,
+    ),
+    AnswerKind(
+        SymbolicSpec,
+        grade_symbolic,
+        "formula, e.g. a*b^2 or \\frac{a}{2}",
+        preview=preview_symbolic,
+        format_error=symbolic_format_error,
+    ),
     AnswerKind(IdentifierSpec, grade_identifier, "name"),
     AnswerKind(EssaySpec, grade_essay, "written answer", widget="essay", auto=False),
 ):

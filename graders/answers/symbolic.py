@@ -115,7 +115,7 @@ def grade_symbolic(submitted: str, spec: SymbolicSpec) -> PartResult:
 
 
 def _not_a_formula(submitted: str, err: ExprSyntaxError) -> str:
-    return f"expected a formula such as sqrt(d_k), got {quote(submitted)}: {err}"
+    return f"expected a formula such as a*b^2, got {quote(submitted)}: {err}"
 
 
 def symbolic_format_error(submitted: str, spec: SymbolicSpec) -> str | None:

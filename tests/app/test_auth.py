@@ -152,7 +152,7 @@ def test_student_view_keeps_its_shape_and_is_documented(client, accounts, basic_
     view = client.get("/api/v1/problem-sets/basic", headers=accounts["alice"].headers).json()
     t1, t2 = view["problems"][0], view["problems"][1]
     assert set(t1) == {"id", "title", "kind", "takes", "prompt", "points", "rubric", "parts"}
-    assert t1["parts"][1] == {"id": "b2", "kind": "numeric", "points": 2.0, "hint": "number, e.g. 0.5 or 2^5",
+    assert t1["parts"][1] == {"id": "b2", "kind": "numeric", "points": 2.0, "hint": "number, e.g. 0.75 or 3^4",
                               "widget": "line"}  # fmt: skip
     assert t2["options"] == {"A": "one", "B": "two", "C": "three"} and t2["parts"][0]["multi"] is False
     assert view["due_at"] is None  # present, even when empty

@@ -28,11 +28,11 @@ def login(http, account) -> str:  # type: ignore[no-untyped-def]
 
 
 def wait_graded(http, sub_id: int) -> str:  # type: ignore[no-untyped-def]
-    """Poll the submission page until grading is done (the page refreshes itself meanwhile); returns its HTML."""
+    """Poll the submission page until grading is done (its script follows the grade meanwhile); returns its HTML."""
     deadline = time.monotonic() + 20
     while True:
         html = http.get(f"/submissions/{sub_id}").text
-        if 'http-equiv="refresh"' not in html or time.monotonic() > deadline:
+        if 'data-live="/submissions/' not in html or time.monotonic() > deadline:
             return html
         time.sleep(0.02)
 

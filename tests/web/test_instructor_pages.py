@@ -74,3 +74,56 @@ def test_gradebook_page_regrade_and_manual_grade(accounts, as_instructor):  # ty
     again = client.post(f"/submissions/{sub_id}/regrade", data={"csrf_token": token}, follow_redirects=False)
     assert again.status_code == 303 and again.headers["location"] == f"/submissions/{sub_id}"
     assert "Graded" in wait_graded(client, sub_id)
+
+
+def test_pending_hand_grading_is_left_out_of_the_gradebook_total(accounts, as_instructor):  # type: ignore[no-untyped-def]
+    client, _ = as_instructor
+    alice = accounts["alice"].headers
+    client.post("/api/v1/submissions", json={"problem_set": "basic", "problem": "t1", "answers": {"b1": "encoder",
+                "b2": "32"}}, headers=alice, params={"wait": 10})  # fmt: skip
+    client.post("/api/v1/submissions", json={"problem_set": "basic", "problem": "t3", "answers": {"b1": "held"}},
+                headers=alice, params={"wait": 10})  # fmt: skip
+    html = client.get("/instructor/sets/basic/gradebook").text
+    assert 'class="cell-pending"' in html and ">pending</a>" in html
+    assert re.search(r"<strong>3</strong> <span class=\"muted small\">/ \d+</span>\s*<br><span class=\"muted small\">"
+                     r"\+ 1 pending", html)  # fmt: skip
+
+
+def test_a_set_refused_at_start_up_is_shown_to_instructors(as_instructor, settings, sessions, tmp_path):  # type: ignore[no-untyped-def]
+    from app.cli.problems import load_one
+    from app.worker.code_grader import LazyCodeGrader
+
+    client, _ = as_instructor
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "problemset.yaml").write_text("id: broken\ntitle: Broken\nproblems:\n  - id: q1\n    kind: fill_in\n")
+    assert load_one(sessions, broken, LazyCodeGrader(settings)) is False
+    html = client.get("/instructor").text
+    assert "Refused at start-up: <code>broken</code>" in html and "problemset.yaml" in html
+
+
+def test_grading_queue_scores_checked_rubric_items_and_goes_on(accounts, as_instructor):  # type: ignore[no-untyped-def]
+    client, token = as_instructor
+    for who in ("alice", "bob"):
+        body = {"problem_set": "basic", "problem": "t3", "answers": {"b1": f"{who} held"}}
+        client.post("/api/v1/submissions", json=body, headers=accounts[who].headers, params={"wait": 10})
+    page = client.get("/instructor/sets/basic/queue/t3")
+    assert page.status_code == 200 and "alice held" in page.text and "alice@example.com" in page.text
+    assert "2 in the queue" in page.text and 'name="met" value="r1"' in page.text
+    anonymous = client.get("/instructor/sets/basic/queue/t3", params={"anonymous": 1}).text
+    assert "alice held" in anonymous and "alice@example.com" not in anonymous
+    first = int(re.search(r'/queue/t3/(\d+)"', page.text).group(1))  # type: ignore[union-attr]
+    saved = client.post(f"/instructor/sets/basic/queue/t3/{first}", data={"csrf_token": token, "met": "r1",
+                        "comment.r1": "clear", "anonymous": "1"}, follow_redirects=False)  # fmt: skip
+    assert saved.status_code == 303 and saved.headers["location"].endswith("/queue/t3?anonymous=1")
+    view = client.get(f"/api/v1/submissions/{first}").json()
+    assert (
+        view["manual_score"] == 3
+        and "✓ met (3 pts): names the conditions held equal\n   clear" in view["manual_feedback"]
+    )
+    nxt = client.get("/instructor/sets/basic/queue/t3").text
+    assert "bob held" in nxt and "1 in the queue" in nxt
+    forged = client.post(f"/instructor/sets/basic/queue/t3/{first}", data={"csrf_token": token, "met": "r9"})
+    assert forged.status_code == 422 and "unknown rubric items" in forged.text
+    alice = client.get(f"/api/v1/submissions/{first}", headers=accounts["alice"].headers).json()
+    assert alice["manual_feedback"].startswith("✓ met")

@@ -1,0 +1,80 @@
+"""Code feedback a student can read: one headline, one sentence per check, the numbers behind a disclosure.
+
+A wrong softmax axis fails most checks with the same cause, and a syntax error repeats one message in every check:
+the headline says it once, each check keeps one line, and the numeric detail (errors, indices, tolerances) is
+folded away with its numbers rounded to 3 significant digits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.submissions.schemas import CheckPublic
+
+# A decimal with more digits than a reader needs: 0.123456789, 1.0000001e-05, 12345.678 (integers stay as they are).
+_LONG_NUMBER = re.compile(
+    r"(?<![\w.])-?\d+\.\d{4,}(?:[eE][+-]?\d+)?(?![\w.])|(?<![\w.])-?\d+(?:\.\d+)?[eE][+-]?\d+(?![\w.])"
+)
+# The first sentence: up to a full stop that ends a sentence (not a decimal point), a colon before detail, or a line.
+_SENTENCE_END = re.compile(r"(?<=[.!?。])\s+(?=[A-Z(])|\n")
+
+
+def round_numbers(text: str) -> str:
+    """Numbers with many digits rounded to 3 significant digits: 0.0012345678 -> 0.00123, 1.23456e-07 -> 1.23e-07."""
+    return _LONG_NUMBER.sub(lambda m: f"{float(m.group(0)):.3g}", text)
+
+
+@dataclass(frozen=True)
+class Line:
+    sentence: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Summary:
+    headline: str
+    headline_check: str
+    lines: list[Line]
+
+
+LONG_SENTENCE = 90  # past this, a sentence with "cause: numbers" keeps the cause and folds the numbers away
+
+
+def split_feedback(text: str) -> Line:
+    text = text.strip()
+    match = _SENTENCE_END.search(text)
+    head, rest = (text, "") if match is None else (text[: match.start()].strip(), text[match.end() :].strip())
+    if len(head) > LONG_SENTENCE and ": " in head:
+        head, tail = head.split(": ", 1)
+        rest = f"{tail}\n{rest}".strip()
+    return Line(round_numbers(head), round_numbers(rest))
+
+
+def summarize(checks: Sequence[CheckPublic]) -> Summary:
+    """The headline (the first failing check's sentence, or a message all failing checks share, said once)."""
+    lines = [split_feedback(c.feedback) for c in checks]
+    failing = [(c, line) for c, line in zip(checks, lines, strict=True) if c.passed is False and c.category != "manual"]
+    if not failing:
+        return Summary("", "", lines)
+    first, first_line = failing[0]
+    shared = len(failing) > 1 and all(c.feedback == first.feedback for c, _ in failing)
+    if shared:
+        # One cause for every failure (a syntax error, a missing function): say it once, not in every check.
+        lines = [
+            Line("same as above", "") if c.passed is False and c.feedback == first.feedback else line
+            for c, line in zip(checks, lines, strict=True)
+        ]
+        return Summary(first_line.sentence, f"all {len(failing)} failing checks", lines)
+    # A failure repeating an earlier check's message (a basic case every later check needs) points back to it.
+    seen: dict[str, str] = {}
+    out = []
+    for c, line in zip(checks, lines, strict=True):
+        if c.passed is False and c.category != "manual" and c.feedback in seen:
+            out.append(Line(f"same cause as {seen[c.feedback]}", ""))
+            continue
+        if c.passed is False:
+            seen.setdefault(c.feedback, c.name)
+        out.append(line)
+    return Summary(first_line.sentence, first.name, out)
