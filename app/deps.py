@@ -94,7 +94,12 @@ def _authenticate(request: Request, session: Session) -> Principal:
             raise Unauthorized("invalid, expired or revoked token")
         token_user, token = found
         scopes = set(token.scopes)
-        access = access_for(session, token_user, staff_scope="instructor" in scopes, only_offering=token.offering_id)
+        # No autoflush: the token's last_used_at must not be written by these reads, but by get_principal's commit,
+        # which gives it up when the database is locked (a read must not fail on that bookkeeping).
+        with session.no_autoflush:
+            access = access_for(
+                session, token_user, staff_scope="instructor" in scopes, only_offering=token.offering_id
+            )
         return Principal(token_user, scopes, via_token=True, access=access, token_id=token.id)
     user = cookie_user(session, request.session)
     if user is None:

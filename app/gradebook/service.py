@@ -228,8 +228,9 @@ def manual_grade(
     sub.grade.manual_feedback = feedback.strip() or None
     sub.grade.manual_graded_by_id = grader.id
     sub.grade.settle_pending()
-    enqueue_event(session, user_id=sub.user_id, event_type="grade.manual_updated", submission_id=sub.id)
     try:
+        # Inside the try: the event's query flushes the grade's update, which is where a regrade's race shows.
+        enqueue_event(session, user_id=sub.user_id, event_type="grade.manual_updated", submission_id=sub.id)
         session.commit()
     except StaleDataError as exc:
         # A regrade finished between our read and our write and replaced the grade row: a conflict, not a 500.

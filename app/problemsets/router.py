@@ -11,6 +11,7 @@ from app.courses import service as courses
 from app.courses.permissions import Action
 from app.courses.policy import policy_for
 from app.deps import MAX_ROW_ID, InstructorUser, PrincipalDep, SessionDep, SettingsDep
+from app.error_format import error_responses
 from app.errors import Invalid, NotFound
 from app.problemsets import service
 from app.problemsets.models import ProblemSet
@@ -89,7 +90,7 @@ def get_problem(
     return problem_view(problem, loaded, version.validation_report.get("points", {}).get(problem_id))
 
 
-@router.post("", response_model=UploadResult, status_code=201)
+@router.post("", response_model=UploadResult, status_code=201, responses=error_responses(404, 409))
 async def upload_problem_set(
     request: Request,
     file: UploadFile,

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
@@ -20,6 +21,12 @@ from app.db import make_engine, make_session_factory
 from app.main import create_app
 from app.submissions.models import CheckResultRow, Submission
 from tests.conftest import REPO, fresh_postgres_database
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    # A writer submits throughout the backup: the per-token rate limit (tests/ops) is not what this is about.
+    return settings.model_copy(update={"rate_limits": False})
 
 
 def cli(database_url: str, data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:

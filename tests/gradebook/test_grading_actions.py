@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from app.courses.access import access_for
 from app.courses.service import default_assignment
 from app.db import utcnow
 from app.problemsets.service import get_latest
@@ -120,4 +121,11 @@ def test_a_manual_grade_racing_a_regrade_is_a_409_not_a_500(client, accounts, ba
                 other.commit()
 
         with pytest.raises(Conflict, match="regraded"):
-            gradebook.manual_grade(session, submission_id=sub["id"], grader=instructor, manual_score=1, feedback="")
+            gradebook.manual_grade(
+                session,
+                access=access_for(session, instructor),
+                submission_id=sub["id"],
+                grader=instructor,
+                manual_score=1,
+                feedback="",
+            )
