@@ -9,6 +9,7 @@ anonymous mode hides names and emails (student n of the queue instead).
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
@@ -56,13 +57,14 @@ def queue_page(
     """The first submission of this problem awaiting hand grading, its answer in full and the rubric."""
     queue = _queue(session, access_for(session, user), slug, problem, offering)
     if not queue:
-        return render(request, "instructor/queue.html", slug=slug, problem=problem, sub=None, anonymous=anonymous)
+        return render(request, "instructor/queue.html", slug=slug, problem=problem, sub=None, anonymous=anonymous,
+                      offering=offering)  # fmt: skip
     sub = session.get(Submission, queue[0])
     assert sub is not None  # listed a moment ago
     rubric, language = _rubric(settings, sub)
     return render(request, "instructor/queue.html", slug=slug, problem=problem, sub=sub, rubric=rubric,
                   owner=session.get(User, sub.user_id), left=len(queue), language=language,
-                  anonymous=anonymous)  # fmt: skip
+                  anonymous=anonymous, offering=offering)  # fmt: skip
 
 
 @router.post("/instructor/sets/{slug}/queue/{problem}/{submission_id}")
@@ -100,5 +102,10 @@ def save_and_next(
     gradebook.manual_grade(
         session, access=access, submission_id=submission_id, grader=user, manual_score=score, feedback=feedback
     )
-    anonymous = "?anonymous=1" if form.get("anonymous") == "1" else ""
-    return RedirectResponse(f"/instructor/sets/{slug}/queue/{problem}{anonymous}", status_code=303)
+    # Back to the same queue: the same offering (a set may be assigned in several) and the same mode.
+    query = {"anonymous": "1"} if form.get("anonymous") == "1" else {}
+    offering = str(form.get("offering") or "")
+    if offering.isdigit():
+        query["offering"] = offering
+    suffix = f"?{urlencode(query)}" if query else ""
+    return RedirectResponse(f"/instructor/sets/{slug}/queue/{problem}{suffix}", status_code=303)
