@@ -47,6 +47,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Two processes: much of the suite waits on sandboxed children, servers and databases, so two share two cores
+# well. Each module stays on one process (module fixtures start once); tests/conftest.py keeps the browser tests
+# together. `make pytest PYTEST_ARGS=tests/web` runs one folder on one process.
+PYTEST_ARGS ?= -n 2
 pytest: $(STAMP) sandbox-deps browser-deps
 	$(BIN)/pytest $(PYTEST_ARGS)
 

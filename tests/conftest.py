@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -24,7 +25,10 @@ from app.migrate import upgrade
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_SETS = REPO / "tests" / "fixtures" / "sets"
 POSTGRES_ADMIN_URL = os.environ.get("AUTOGRADER_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("AUTOGRADER_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+# Parallel runs (pytest-xdist, `-n 2`) give each worker its own Redis database, counting down from 15: tests flush
+# theirs, and one worker's flush must not lose another's queued jobs.
+_XDIST_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+REDIS_URL = os.environ.get("AUTOGRADER_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{15 - _XDIST_WORKER}")
 REQUIRE_SERVICES = os.environ.get("AUTOGRADER_TEST_REQUIRE_SERVICES") == "1"
 
 
@@ -114,3 +118,20 @@ def sessions(settings: Settings):  # type: ignore[no-untyped-def]
     engine = make_engine(settings.resolved_database_url)
     yield make_session_factory(engine)
     engine.dispose()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """In a parallel run, send each module whole to one process, and all browser tests to the same one.
+
+    A module's fixtures (servers, graded sets) then start once, and the browser tests share their one server and
+    browser instead of starting a second pair (with its problem-set gate) in the other process.
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "tests/browser" if path.startswith("tests/browser/") else path
+
+    return ByModule(config, log)
