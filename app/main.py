@@ -28,6 +28,7 @@ from app.submissions.events import GradeEvents, RedisRelay
 from app.submissions.router import router as submissions_router
 from app.users.router import router as users_router
 from app.web.too_large import HtmlTooLarge
+from app.webhooks.router import offering_router as offering_webhooks_router
 from app.webhooks.router import router as webhooks_router
 from app.webhooks.sender import WebhookSender
 from app.worker.code_grader import LazyCodeGrader
@@ -136,6 +137,7 @@ def create_app(
     api.include_router(submissions_router)
     api.include_router(gradebook_router)
     api.include_router(webhooks_router)
+    api.include_router(offering_webhooks_router)
     api.include_router(courses_router)
     app.include_router(api)
     app.include_router(metrics_router)

@@ -12,7 +12,10 @@ created_at / graded_at); time to graded is graded_at - created_at per submission
 Baseline, from the same run: the pre-pass's own time per submission (one at a time, nothing queued), as the
 submissions/s a single sequential client would see.
 
-    .venv/bin/python -m bench.bench_burst [--n 200] [--modes embedded,celery]
+    .venv/bin/python -m bench.bench_burst [--n 200] [--modes embedded,celery] [--metrics]
+
+--metrics: scrape /metrics (a `metrics`-scoped token, as Prometheus would) once the burst is posted (the queue is
+full) and again once it is drained, and print the autograder_* samples of both.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from app.migrate import upgrade
 from app.problemsets import service as sets
 from app.users import service as users
 from app.users.models import Role
-from bench.bench_fill_in import free_port, percentile
+from bench.bench_fill_in import free_port, percentile, trimmed
 from bench.bench_fill_in_concurrency import database
 
 SET = REPO_ROOT / "problems" / "attention"
@@ -58,7 +61,8 @@ DRAIN_TIMEOUT_S = 900.0
 
 
 def prepare(url: str) -> list[str]:
-    """Migrate, load the attention set (no mutant gate: it is the shipped set), create students; their tokens."""
+    """Migrate, load the attention set (no mutant gate: it is the shipped set), create students; their tokens, and
+    last a `metrics`-scoped token of an admin."""
     upgrade(url)
     engine = make_engine(url)
     sessions = make_session_factory(engine)
@@ -68,6 +72,8 @@ def prepare(url: str) -> list[str]:
         for i in range(STUDENTS):
             user, _ = users.create_user(session, email=f"burst{i}@example.com", role=Role.STUDENT)
             tokens.append(users.create_token(session, user=user, name="bench")[1])
+        admin, _ = users.create_user(session, email="prometheus@example.com", role=Role.ADMIN)
+        tokens.append(users.create_token(session, user=admin, name="prometheus", scopes=["metrics"])[1])
         session.commit()
     engine.dispose()
     return tokens
@@ -163,8 +169,16 @@ def _body(name: str) -> dict[str, str]:
     return {"problem_set": "attention", "problem": "q5", "code": (SET / name).read_text(encoding="utf-8")}
 
 
-async def burst(port: int, tokens: list[str], n: int) -> dict[str, Any]:
+async def burst(port: int, tokens: list[str], n: int, metrics_token: str | None = None) -> dict[str, Any]:
+    scraped: list[str] = []
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as c:
+
+        async def scrape() -> None:
+            if metrics_token is not None:
+                resp = await c.get("/metrics", headers={"Authorization": f"Bearer {metrics_token}"})
+                resp.raise_for_status()
+                scraped.append(trimmed(resp.text))
+
         expected, baseline = await prepass(c, tokens[0])
         gate = asyncio.Semaphore(POST_CONCURRENCY)
         posted: list[tuple[int, str, str]] = []  # (id, file, token)
@@ -181,7 +195,9 @@ async def burst(port: int, tokens: list[str], n: int) -> dict[str, Any]:
         started = time.perf_counter()
         await asyncio.gather(*(post(i) for i in range(n)))
         posting = time.perf_counter() - started
+        await scrape()
         bodies = await _drain(c, posted)
+        await scrape()
     ok = mismatched = 0
     mismatches: list[str] = []
     times: list[float] = []
@@ -203,7 +219,7 @@ async def burst(port: int, tokens: list[str], n: int) -> dict[str, Any]:
             mismatches.append(f"#{sub_id} {name}: checks differ from the pre-pass: {', '.join(diff)}")
     drain = (max(graded) - min(created)) if graded else float("nan")
     return {"n": n, "posting_s": posting, "drain_s": drain, "times": times, "ok": ok, "mismatched": mismatched,
-            "mismatches": mismatches, "baseline": baseline}  # fmt: skip
+            "mismatches": mismatches, "baseline": baseline, "scraped": scraped}  # fmt: skip
 
 
 async def _drain(c: httpx.AsyncClient, posted: list[tuple[int, str, str]]) -> dict[int, dict[str, Any]]:
@@ -235,6 +251,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--n", type=int, default=200, help="submissions in the burst (a quick run: --n 30)")
     parser.add_argument("--modes", default="embedded,celery")
+    parser.add_argument("--metrics", action="store_true", help="print /metrics when posted and when drained")
     args = parser.parse_args()
     correct = sum(c for _, c in FILES)
     print(f"P2: a burst of {args.n} q5 submissions ({len(FILES)} files in turn: {correct} correct, "
@@ -244,9 +261,9 @@ def main() -> None:
     for mode in args.modes.split(","):
         backend = "sqlite" if mode == "embedded" else "postgres"
         with tempfile.TemporaryDirectory() as tmp_name, database(backend, Path(tmp_name)) as url:
-            tokens = prepare(url)
+            *tokens, metrics_token = prepare(url)
             with stack(mode, url, Path(tmp_name)) as port:
-                r = asyncio.run(burst(port, tokens, args.n))
+                r = asyncio.run(burst(port, tokens, args.n, metrics_token if args.metrics else None))
             label = "embedded, SQLite, 2 workers" if mode == "embedded" else "celery, PG+Redis, 2 workers"
             sequential = len(r["baseline"]) / sum(r["baseline"])
             times = r["times"] or [float("nan")]
@@ -255,6 +272,9 @@ def main() -> None:
                   flush=True)  # fmt: skip
             for line in r["mismatches"][:10]:
                 print(f"    {line}")
+            for when, text in zip(("posted, before the drain", "drained"), r["scraped"], strict=False):
+                print(f"\n/metrics of {label}, {when} (autograder_* samples, buckets and _created left out):")
+                print(text, flush=True)
 
 
 if __name__ == "__main__":

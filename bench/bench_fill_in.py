@@ -3,7 +3,10 @@
 Baseline, measured in the same run: the same answers graded in-process by graders.answers alone (no HTTP, no
 database, no worker). The difference is what the service adds.
 
-    .venv/bin/python -m bench.bench_fill_in [--n 200]
+    .venv/bin/python -m bench.bench_fill_in [--n 200] [--metrics]
+
+--metrics: after the run, scrape the server's /metrics (with a `metrics`-scoped token, as Prometheus would) and
+print its autograder_* lines: what the README's Operations section shows.
 """
 
 from __future__ import annotations
@@ -50,7 +53,10 @@ def free_port() -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=200)
-    n = parser.parse_args().n
+    parser.add_argument("--metrics", action="store_true", help="print the server's autograder_* metrics after the run")
+    args = parser.parse_args()
+    n = args.n
+    scraped = ""
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
             data_dir=Path(tmp),
@@ -66,6 +72,8 @@ def main() -> None:
             sets.load_dir(session, root=REPO_ROOT / "problems" / "ch9", grader=None)
             user, _ = users.create_user(session, email="bench@example.com", role=Role.STUDENT)
             _, token = users.create_token(session, user=user, name="bench")
+            admin, _ = users.create_user(session, email="prometheus@example.com", role=Role.ADMIN)
+            _, metrics_token = users.create_token(session, user=admin, name="prometheus", scopes=["metrics"])
             session.commit()
         port = free_port()
         server = uvicorn.Server(uvicorn.Config(create_app(settings), port=port, log_level="warning"))
@@ -75,6 +83,8 @@ def main() -> None:
             time.sleep(0.05)
         try:
             e2e = run_http(port, token, n)
+            if args.metrics:
+                scraped = scrape(port, metrics_token)
         finally:
             server.should_exit = True
             thread.join(10)
@@ -88,6 +98,24 @@ def main() -> None:
     ):
         print(f"{label:<44}{percentile(samples, 0.5):>10.2f}{percentile(samples, 0.95):>10.2f}")
     print(f"service overhead at p50: {statistics.median(e2e) - statistics.median(baseline):.2f} ms")
+    if scraped:
+        print("\n/metrics after the run (autograder_* samples, buckets and _created left out):")
+        print(scraped)
+
+
+def scrape(port: int, token: str) -> str:
+    """The server's autograder_* samples, as Prometheus would scrape them (buckets and _created lines left out)."""
+    resp = httpx.get(f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {token}"})
+    resp.raise_for_status()
+    return trimmed(resp.text)
+
+
+def trimmed(text: str) -> str:
+    keep = []
+    for line in text.splitlines():
+        if line.startswith("autograder_") and "_bucket{" not in line and "_created" not in line.split(" ")[0]:
+            keep.append(line)
+    return "\n".join(keep)
 
 
 def run_http(port: int, token: str, n: int) -> list[float]:

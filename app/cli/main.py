@@ -1,5 +1,5 @@
 """The `autograder` command: serve, worker, db, problems, users, tokens, courses, offerings, roster, assignments,
-overrides, grade, submit, doctor."""
+overrides, webhooks, grade, submit, doctor."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from app.cli.courses import assignments_app, courses_app, offerings_app, overrid
 from app.cli.doctor import doctor
 from app.cli.grade import grade
 from app.cli.submit import submit
+from app.cli.webhooks import webhooks_app
 
 app = typer.Typer(help="Autograding for course exercises.", no_args_is_help=True, add_completion=False)
 db = typer.Typer(help="Database migrations, backup and restore.", no_args_is_help=True)
@@ -28,6 +29,7 @@ app.add_typer(offerings_app, name="offerings")
 app.add_typer(roster_app, name="roster")
 app.add_typer(assignments_app, name="assignments")
 app.add_typer(overrides_app, name="overrides")
+app.add_typer(webhooks_app, name="webhooks")
 app.command()(grade)
 app.command()(submit)
 app.command()(doctor)

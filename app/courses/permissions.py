@@ -23,6 +23,7 @@ class Action(StrEnum):
     ROSTER = "roster"  # memberships, CSV import, join code
     UPLOAD = "upload"  # upload sets into the offering
     EDIT_OFFERING = "edit_offering"
+    WEBHOOKS = "webhooks"  # the offering's webhook endpoints: register, list, delivery log (their secrets sign grades)
 
 
 A = Action

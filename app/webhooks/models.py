@@ -1,4 +1,5 @@
-"""Webhook endpoints, their deliveries (one per event and endpoint) and each delivery's attempts (the log)."""
+"""Webhook endpoints (personal or an offering's), their deliveries (one per event and endpoint) and each
+delivery's attempts (the log)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ class WebhookEndpoint(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    # An offering's endpoint (registered by one of its instructors, managed by all of them) gets every submission
+    # event of that offering; None: a personal endpoint that gets its owner's own submissions' events.
+    offering_id: Mapped[int | None] = mapped_column(
+        ForeignKey("offering.id", ondelete="CASCADE"), nullable=True, index=True
+    )
     # The token it was registered with: revoking the token stops its endpoints.
     token_id: Mapped[int | None] = mapped_column(ForeignKey("api_token.id", ondelete="CASCADE"), nullable=True)
     url: Mapped[str] = mapped_column(String(2000))

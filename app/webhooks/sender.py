@@ -25,6 +25,7 @@ from standardwebhooks.webhooks import Webhook
 
 from app.config import Settings
 from app.courses.access import access_for
+from app.courses.permissions import Action
 from app.db import session_scope, utcnow
 from app.errors import DomainError
 from app.metrics.registry import WEBHOOK_DELIVERIES
@@ -107,6 +108,10 @@ class WebhookSender:
             assert delivery is not None
             endpoint = session.get(WebhookEndpoint, delivery.endpoint_id)
             assert endpoint is not None
+            if endpoint.is_active and endpoint.offering_id is not None and not _owner_manages(session, endpoint):
+                # Its instructor left the offering (or lost the role): nothing more of it goes out on their key.
+                endpoint.is_active = False
+                endpoint.disabled_reason = "its owner no longer manages this offering's webhooks; register it again"
             if not endpoint.is_active:
                 delivery.status = "abandoned"
                 return
@@ -127,17 +132,13 @@ class WebhookSender:
             token = session.get(ApiToken, endpoint.token_id) if endpoint.token_id else None
             # What the endpoint's owner sees through GET /submissions/{id} with its token: the same memberships,
             # scope and offering narrowing, and the same release policy (a session-registered endpoint acts as its
-            # user).
+            # user; an offering's endpoint acts as its instructor, narrowed to that offering).
             scopes = set(token.scopes) if token is not None else {"instructor"}
             owner = session.get(User, endpoint.user_id)
+            only = endpoint.offering_id or (token.offering_id if token is not None else None)
             try:
                 assert owner is not None
-                access = access_for(
-                    session,
-                    owner,
-                    staff_scope="instructor" in scopes,
-                    only_offering=token.offering_id if token is not None else None,
-                )
+                access = access_for(session, owner, staff_scope="instructor" in scopes, only_offering=only)
                 loaded = loaded_version(self.settings, sub.problem_set_version)
                 seal = seal_for(session, sub, access, loaded.spec)
                 data = json.loads(submission_public(sub, loaded, seal=seal).model_dump_json())
@@ -210,6 +211,14 @@ class WebhookSender:
             extra={"fields": {"event": "webhook_attempt", "delivery_id": delivery_id, "attempt": attempt,
                               "status": status_code, "outcome": outcome, "duration_ms": round(latency_ms, 2)}},
         )  # fmt: skip
+
+
+def _owner_manages(session: Session, endpoint: WebhookEndpoint) -> bool:
+    """Whether the instructor who registered an offering's endpoint may still manage the offering's webhooks."""
+    owner = session.get(User, endpoint.user_id)
+    if owner is None or not owner.is_active:
+        return False
+    return access_for(session, owner, only_offering=endpoint.offering_id).can(endpoint.offering_id, Action.WEBHOOKS)
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -1,5 +1,9 @@
 """Webhook endpoints and events: register (secret shown once), list, delete, queue deliveries, ping, redeliver.
 
+Two kinds of endpoint: personal ones (per API token or session, by its owner) get the events of the owner's own
+submissions; an offering's ones (registered by one of its instructors, managed by every instructor of it: the
+WEBHOOKS action of app.courses.permissions) get the events of every submission in that offering.
+
 Events are queued as delivery rows in the same transaction that writes what they announce (a grade, an error), so
 a committed grade always has its deliveries and a rolled-back one never does. The sender (sender.py) sends them.
 """
@@ -10,12 +14,14 @@ import base64
 import secrets
 import uuid
 
-from sqlalchemy import select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
+from app.courses.models import Assignment
 from app.db import utcnow
 from app.errors import Invalid, NotFound
+from app.submissions.models import Submission
 from app.users.models import ApiToken, User
 from app.webhooks.models import WebhookDelivery, WebhookEndpoint
 from app.webhooks.targets import check_target
@@ -23,6 +29,7 @@ from app.webhooks.targets import check_target
 EVENTS = ("submission.graded", "submission.error", "submission.regraded", "grade.manual_updated")
 PING = "webhook.ping"
 MAX_ENDPOINTS_PER_USER = 20
+MAX_ENDPOINTS_PER_OFFERING = 20
 
 
 def new_secret() -> str:
@@ -34,32 +41,60 @@ def new_message_id() -> str:
 
 
 def create_endpoint(
-    session: Session, *, settings: Settings, user: User, token_id: int | None, url: str, events: list[str]
+    session: Session,
+    *,
+    settings: Settings,
+    user: User,
+    token_id: int | None,
+    url: str,
+    events: list[str],
+    offering_id: int | None = None,
 ) -> WebhookEndpoint:
-    """Register an endpoint; its secret is on the returned row, for the response that shows it once."""
+    """Register an endpoint (an offering's when ``offering_id`` is given: the caller checked the WEBHOOKS action);
+    its secret is on the returned row, for the response that shows it once."""
     unknown = sorted(set(events) - set(EVENTS))
     if unknown or not events:
         raise Invalid(f"unknown or no events {unknown}; expected some of {list(EVENTS)}", field="events")
     check_target(url, allow_private=settings.webhook_allow_private)
-    count = len(list_endpoints(session, user=user))
-    if count >= MAX_ENDPOINTS_PER_USER:
-        raise Invalid(f"at most {MAX_ENDPOINTS_PER_USER} webhook endpoints per user", field="url")
+    if offering_id is None:
+        if len(list_endpoints(session, user=user)) >= MAX_ENDPOINTS_PER_USER:
+            raise Invalid(f"at most {MAX_ENDPOINTS_PER_USER} webhook endpoints per user", field="url")
+    elif len(list_offering_endpoints(session, offering_id=offering_id)) >= MAX_ENDPOINTS_PER_OFFERING:
+        raise Invalid(f"at most {MAX_ENDPOINTS_PER_OFFERING} webhook endpoints per offering", field="url")
     endpoint = WebhookEndpoint(
-        user_id=user.id, token_id=token_id, url=url, secret=new_secret(), events=sorted(set(events)), is_active=True
-    )
+        user_id=user.id, offering_id=offering_id, token_id=token_id, url=url, secret=new_secret(),
+        events=sorted(set(events)), is_active=True,
+    )  # fmt: skip
     session.add(endpoint)
     session.flush()
     return endpoint
 
 
 def list_endpoints(session: Session, *, user: User) -> list[WebhookEndpoint]:
-    return list(session.scalars(select(WebhookEndpoint).where(WebhookEndpoint.user_id == user.id)))
+    """The user's personal endpoints (an offering's are listed under the offering)."""
+    stmt = select(WebhookEndpoint).where(WebhookEndpoint.user_id == user.id, WebhookEndpoint.offering_id.is_(None))
+    return list(session.scalars(stmt.order_by(WebhookEndpoint.id)))
+
+
+def list_offering_endpoints(session: Session, *, offering_id: int) -> list[WebhookEndpoint]:
+    stmt = select(WebhookEndpoint).where(WebhookEndpoint.offering_id == offering_id)
+    return list(session.scalars(stmt.order_by(WebhookEndpoint.id)))
 
 
 def get_endpoint(session: Session, *, user: User, endpoint_id: int) -> WebhookEndpoint:
+    """One of the user's personal endpoints."""
     endpoint = session.get(WebhookEndpoint, endpoint_id)
-    if endpoint is None or endpoint.user_id != user.id:  # someone else's endpoint is a 404, not a 403
+    # Someone else's endpoint, or an offering's, is a 404 here, not a 403.
+    if endpoint is None or endpoint.user_id != user.id or endpoint.offering_id is not None:
         raise NotFound(f"no webhook endpoint {endpoint_id}", field="endpoint_id")
+    return endpoint
+
+
+def get_offering_endpoint(session: Session, *, offering_id: int, endpoint_id: int) -> WebhookEndpoint:
+    """One endpoint of an offering (the caller checked the WEBHOOKS action there)."""
+    endpoint = session.get(WebhookEndpoint, endpoint_id)
+    if endpoint is None or endpoint.offering_id != offering_id:
+        raise NotFound(f"no webhook endpoint {endpoint_id} in this offering", field="endpoint_id")
     return endpoint
 
 
@@ -74,11 +109,20 @@ def deliveries(session: Session, *, endpoint: WebhookEndpoint, limit: int = 100)
 
 
 def enqueue_event(session: Session, *, user_id: int, event_type: str, submission_id: int) -> int:
-    """Queue one delivery per active endpoint of the submitter that takes this event; returns how many."""
+    """Queue one delivery per active endpoint that takes this event: the submitter's personal ones and those of the
+    submission's offering. Returns how many."""
+    offering_id = session.scalar(
+        select(Assignment.offering_id)
+        .join(Submission, Submission.assignment_id == Assignment.id)
+        .where(Submission.id == submission_id)
+    )
+    mine = WebhookEndpoint.user_id == user_id, WebhookEndpoint.offering_id.is_(None)
+    whose = and_(*mine) if offering_id is None else or_(and_(*mine), WebhookEndpoint.offering_id == offering_id)
     rows = session.execute(
         select(WebhookEndpoint, ApiToken.revoked_at)
         .outerjoin(ApiToken, ApiToken.id == WebhookEndpoint.token_id)
-        .where(WebhookEndpoint.user_id == user_id, WebhookEndpoint.is_active.is_(True))
+        .where(whose, WebhookEndpoint.is_active.is_(True))
+        .order_by(WebhookEndpoint.id)
     ).all()
     queued = 0
     for endpoint, revoked_at in rows:

@@ -114,6 +114,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "AUTOGRADER_SECRET_KEY": "browser-test-secret-" + "x" * 32,
         "AUTOGRADER_PROBLEMS_DIR": str(problems),
         "AUTOGRADER_WORKERS": "1",
+        "AUTOGRADER_WEBHOOK_ALLOW_PRIVATE": "true",  # the webhooks page registers a receiver on 127.0.0.1
     }
     log = root / "serve.log"
     cli = Path(sys.executable).with_name("autograder")

@@ -1,4 +1,5 @@
-"""An instructor in Chromium: upload a set and read its mutant matrix, the gradebook with pending hand grading."""
+"""An instructor in Chromium: upload a set and read its mutant matrix, the gradebook with pending hand grading, the
+offering's webhooks page."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from tests.browser.conftest import check_a11y, log_in, shot, shot_of
 from tests.conftest import FIXTURE_SETS
+from tests.ops.receiver import running_receiver
 
 expect = pytest.importorskip("playwright.sync_api", reason="needs Playwright (make test installs it)").expect
 TEACHER = "teacher@example.com"
@@ -106,3 +108,29 @@ def test_grading_queue_with_rubric_checkboxes_and_save_and_next(new_page: Any) -
     expect(feedback).to_contain_text("清楚")
     expect(feedback).to_contain_text("✗ not met (1 pt)")
     shot(student, "24-student-rubric-feedback")
+
+
+def test_offering_webhooks_page(new_page: Any) -> None:
+    page = new_page()
+    log_in(page, TEACHER)
+    page.goto("/courses")
+    page.locator("main a[href^='/offerings/']").first.click()
+    page.get_by_role("link", name="Webhooks").click()
+    expect(page.get_by_role("heading", name="Webhooks", level=1)).to_be_visible()
+    check_a11y(page, "25-offering-webhooks")
+    with running_receiver() as receiver:
+        page.get_by_label("URL").fill(receiver.url)
+        page.get_by_role("button", name="Register").click()
+        secret = page.locator("#webhook-secret")
+        expect(secret).to_contain_text("whsec_")
+        receiver.secret = secret.inner_text()
+        check_a11y(page, "26-offering-webhook-secret")
+        page.goto(page.url)  # shown once: gone on the next visit
+        expect(page.locator("#webhook-secret")).to_have_count(0)
+        page.get_by_role("button", name="Send a test ping").last.click()
+        (got,) = receiver.wait_for(1)
+        assert got["verified"] and got["payload"]["type"] == "webhook.ping"
+        page.reload()
+        expect(page.get_by_role("button", name=re.compile(r"Redeliver delivery \d+")).first).to_be_visible()
+        shot(page, "27-offering-webhooks-log")
+        check_a11y(page, "27-offering-webhooks-log")

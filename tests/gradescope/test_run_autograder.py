@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,26 @@ def test_unreadable_source_writes_results_with_the_reason(tmp_path: Path) -> Non
     doc = run_autograder(tmp_path, {"q5.py": bad}, AUTOGRADER_GS_FILE="q5.py")
     assert doc["score"] == 0 and doc["tests"] == []
     assert doc["output"].startswith("not graded:")
+
+
+def test_laid_out_as_setup_sh_installs_it(tmp_path: Path) -> None:
+    """What setup.sh leaves in Gradescope's image: the source at /autograder/source, run_autograder and config.env
+    (from the example) copied to /autograder, no AUTOGRADER_GS_* in the environment; Gradescope runs the copy."""
+    support.require_jail()
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "source").symlink_to(REPO, target_is_directory=True)
+    shutil.copy(SCRIPT, root / "run_autograder")
+    shutil.copy(REPO / "gradescope" / "config.env.example", root / "config.env")
+    (root / "submission" / "q5.py").write_bytes(WRONG.read_bytes())
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGRADER_")}
+    # setup.sh links the installed command into /usr/local/bin; here the venv's bin comes first on PATH instead.
+    environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ.get('PATH', '')}"
+    environ["AUTOGRADER_GS_ROOT"] = str(root)  # the one difference: Gradescope's /autograder is a temp folder
+    done = subprocess.run([str(root / "run_autograder")], env=environ, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((root / "results" / "results.json").read_text())
+    validate(doc)
+    # config.env named attention/q5/q5.py: the wrong q5 was graded from the source's problems/ and failed.
+    failed = {t["name"] for t in doc["tests"] if t["status"] == "failed"}
+    assert "reference_example" in failed and doc["score"] < sum(t["max_score"] for t in doc["tests"])

@@ -12,6 +12,7 @@ import pytest
 
 from app import logs
 from tests.app.conftest import accounts, basic_set, client  # noqa: F401
+from tests.courses.conftest import world  # noqa: F401
 
 LogLines = Callable[[], list[dict[str, Any]]]
 
