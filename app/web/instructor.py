@@ -17,6 +17,7 @@ from app.deps import RowId, RowIdQuery
 from app.errors import Forbidden, Invalid
 from app.gradebook import service as gradebook
 from app.gradebook.stats import set_stats
+from app.gradebook.student_work import student_work
 from app.problemsets import refused
 from app.problemsets import service as sets
 from app.problemsets.models import ProblemSet, ProblemSetVersion
@@ -134,7 +135,17 @@ def gradebook_page(
         awaiting=awaiting,
         pending=pending,
         totals=totals,
+        can_grade=access.can(book.offering, Action.GRADE),
     )
+
+
+@router.get("/offerings/{offering_id}/students/{user_id}")
+def student_page(
+    request: Request, offering_id: RowId, user_id: RowId, user: WebInstructor, session: WebSession
+) -> Response:
+    """One student's submissions across the offering's assignments, with automatic, manual and counted scores."""
+    work = student_work(session, access=access_for(session, user), offering_id=offering_id, user_id=user_id)
+    return render(request, "instructor/student.html", work=work)
 
 
 @router.post("/submissions/{submission_id}/regrade")
