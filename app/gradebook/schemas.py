@@ -73,8 +73,10 @@ class ProblemStats(BaseModel):
     checks: list[CheckStat] = Field(description="in the order the grader reports them; rubric rows left out")
     hardest_check: str | None = Field(description="the check with the lowest pass rate")
     histogram: list[ScoreBin] = Field(
-        default_factory=list, description="the students' counted scores, in bins from 0 to max_score"
+        default_factory=list,
+        description="the students' counted scores in bins from 0 to max_score, those awaiting hand grading left out",
     )
+    pending_manual: int = Field(0, description="students whose counted attempt awaits hand grading")
 
 
 class SetStats(BaseModel):

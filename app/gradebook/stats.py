@@ -34,8 +34,14 @@ def set_stats(session: Session, *, access: Access, slug: str, offering_id: int |
     problems = []
     for col in columns(version, attempts):
         mine = [a for a in attempts if a.problem_id == col.id]
-        scores = [a.final_score or 0.0 for (_, pid), a in best.items() if pid == col.id]
-        problems.append(_problem_stats(col, len(mine), len({a.user_id for a in mine}), scores, checks[col.id]))
+        counted = [a for (_, pid), a in best.items() if pid == col.id]
+        scores = [a.final_score or 0.0 for a in counted]
+        stats = _problem_stats(col, len(mine), len({a.user_id for a in mine}), scores, checks[col.id])
+        # Work awaiting hand grading is pending, not a low score: the histogram leaves it out and says how many.
+        waiting = [a for a in counted if col.rubric_points > 0 and a.manual_score is None]
+        stats.pending_manual = len(waiting)
+        stats.histogram = histogram([a.final_score or 0.0 for a in counted if a not in waiting], col.max_score)
+        problems.append(stats)
     return SetStats(problem_set=slug, offering=assignment.offering_id, title=version.problem_set.title,
                     version=version.number, problems=problems)  # fmt: skip
 
@@ -57,7 +63,6 @@ def _problem_stats(
         full_marks_fraction=round(full / len(scores), 4) if scores else None,
         checks=checks,
         hardest_check=hardest.name if hardest is not None and hardest.pass_rate < 1.0 else None,
-        histogram=histogram(scores, col.max_score),
     )
 
 

@@ -43,7 +43,7 @@ def bin_label(b: ScoreBin) -> str:
     return _num(b.low) if b.low == b.high else f"{_num(b.low)}–{_num(b.high)}"
 
 
-def histogram_chart(bins: list[ScoreBin]) -> Chart:
+def histogram_chart(bins: list[ScoreBin], pending: int = 0) -> Chart:
     """Vertical bars, one per score bin, as tall as its share of the fullest bin."""
     tallest = max((b.students for b in bins), default=0) or 1
     slot = (WIDTH - 8) / max(len(bins), 1)
@@ -63,7 +63,8 @@ def histogram_chart(bins: list[ScoreBin]) -> Chart:
     total = sum(b.students for b in bins)
     parts = ", ".join(f"{bin_label(b)}: {b.students}" for b in bins)
     noun = "student" if total == 1 else "students"
-    return Chart(WIDTH, HEIGHT, bars, f"Counted scores of {total} {noun} by score: {parts}.")
+    waiting = f" {pending} more {'awaits' if pending == 1 else 'await'} hand grading." if pending else ""
+    return Chart(WIDTH, HEIGHT, bars, f"Counted scores of {total} {noun} by score: {parts}.{waiting}")
 
 
 def pass_rate_chart(checks: list[CheckStat]) -> Chart:
@@ -91,4 +92,4 @@ class ProblemCharts:
 
     @classmethod
     def of(cls, stats: ProblemStats) -> ProblemCharts:
-        return cls(histogram_chart(stats.histogram), pass_rate_chart(stats.checks))
+        return cls(histogram_chart(stats.histogram, stats.pending_manual), pass_rate_chart(stats.checks))

@@ -11,6 +11,8 @@ def test_gradebook_draws_histogram_and_pass_rates(accounts, as_instructor):  # t
     for key, b1 in (("alice", "Encoder"), ("bob", "Decoder")):
         body = {"problem_set": "basic", "problem": "t1", "answers": {"b1": b1, "b2": "32"}}
         client.post("/api/v1/submissions", json=body, headers=accounts[key].headers, params={"wait": 10})
+    essay = {"problem_set": "basic", "problem": "t3", "answers": {"b1": "We held the split equal."}}
+    client.post("/api/v1/submissions", json=essay, headers=accounts["alice"].headers, params={"wait": 10})
 
     html = client.get("/instructor/sets/basic/gradebook").text
     assert "<script" not in html.split("Per-question statistics")[1]  # drawn on the server, no chart library
@@ -23,7 +25,7 @@ def test_gradebook_draws_histogram_and_pass_rates(accounts, as_instructor):  # t
     assert "Counted scores of 2 students by score: 0–1: 0, 1–2: 0, 2–3: 1, 3: 1." in svg.group(0)
     heights = [
         float(h)
-        for h in re.findall(r'<rect class="bar" x="[^"]+" y="[^"]+" width="[^"]+" height="([^"]+)"', svg.group(0))
+        for h in re.findall(r'<rect class="chart-bar" x="[^"]+" y="[^"]+" width="[^"]+" height="([^"]+)"', svg.group(0))
     ]
     assert heights[:2] == [0.0, 0.0] and heights[2] == heights[3] > 0  # as tall as their counts
     assert '<tr><td>2–3</td><td class="num">1</td></tr>' in html  # the table fallback
@@ -39,3 +41,7 @@ def test_gradebook_draws_histogram_and_pass_rates(accounts, as_instructor):  # t
     stats = client.get("/api/v1/gradebook/basic/stats", headers=accounts["instructor"].headers).json()
     t1 = next(p for p in stats["problems"] if p["id"] == "t1")
     assert [b["students"] for b in t1["histogram"]] == [0, 0, 1, 1]
+    # An essay awaiting hand grading is pending, not a 0 in the histogram.
+    t3 = next(p for p in stats["problems"] if p["id"] == "t3")
+    assert t3["pending_manual"] == 1 and sum(b["students"] for b in t3["histogram"]) == 0
+    assert "1 awaiting hand grading, left out of the histogram" in html and "1 more awaits hand grading." in html
