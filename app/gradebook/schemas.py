@@ -76,7 +76,7 @@ class ProblemStats(BaseModel):
         default_factory=list,
         description="the students' counted scores in bins from 0 to max_score, those awaiting hand grading left out",
     )
-    pending_manual: int = Field(0, description="students whose counted attempt awaits hand grading")
+    pending_manual: int = Field(default=0, description="students whose counted attempt awaits hand grading")
 
 
 class SetStats(BaseModel):
