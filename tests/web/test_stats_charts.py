@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 
+from app.gradebook.stats import histogram
+from app.web.charts import histogram_chart
+
 
 def test_gradebook_draws_histogram_and_pass_rates(accounts, as_instructor):  # type: ignore[no-untyped-def]
     client, _ = as_instructor
@@ -44,4 +47,13 @@ def test_gradebook_draws_histogram_and_pass_rates(accounts, as_instructor):  # t
     # An essay awaiting hand grading is pending, not a 0 in the histogram.
     t3 = next(p for p in stats["problems"] if p["id"] == "t3")
     assert t3["pending_manual"] == 1 and sum(b["students"] for b in t3["histogram"]) == 0
-    assert "1 awaiting hand grading, left out of the histogram" in html and "1 more awaits hand grading." in html
+    assert "1 awaiting hand grading, left out of the histogram" in html and "Score histogram of t3" not in html
+
+
+def test_chart_descriptions_say_every_number() -> None:
+    bins = histogram([0.0, 2.0, 2.0], 2)
+    assert histogram_chart(bins, pending=1).description == (
+        "Counted scores of 3 students by score: 0–1: 1, 1–2: 0, 2: 2. 1 more awaits hand grading."
+    )
+    tall = [bar.height for bar in histogram_chart(bins).bars]
+    assert tall[1] == 0 and tall[2] == 2 * tall[0] > 0
