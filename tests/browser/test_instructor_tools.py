@@ -1,4 +1,5 @@
-"""An instructor in Chromium: a bulk regrade from preview to its live progress, the account and token pages."""
+"""An instructor in Chromium: a bulk regrade from preview to its live progress, one student's work, the account
+and token pages."""
 
 from __future__ import annotations
 
@@ -44,20 +45,28 @@ def test_bulk_regrade_preview_then_progress_in_place(new_page: Any) -> None:
     shot(page, "31-bulk-regrade-progress")
     check_a11y(page, "31-bulk-regrade-progress")
 
+    # The gradebook's name links to the student's submissions across the offering.
+    page.goto("/instructor/sets/ch9/gradebook")
+    page.get_by_role("link", name="Bob Ray").click()
+    expect(page.get_by_role("heading", name="Bob Ray", level=1)).to_be_visible()
+    expect(page.locator("table.student-work").first).to_contain_text("q2")
+    shot(page, "32-student-work")
+    check_a11y(page, "32-student-work")
+
 
 def test_account_and_token_pages(new_page: Any) -> None:
     page = new_page()
     log_in(page, TEACHER)
     page.get_by_role("link", name="Account").click()
     expect(page.get_by_role("heading", name="Change password")).to_be_visible()
-    check_a11y(page, "32-account")
+    check_a11y(page, "33-account")
     page.get_by_role("link", name="API tokens").first.click()
     page.get_by_label("Name").fill("browser ci")
     page.get_by_role("button", name="Create token").click()
     token = page.get_by_role("textbox", name="Token").input_value()
     assert token.startswith("agt_")
-    shot(page, "33-token-created")
-    check_a11y(page, "33-token-created")
+    shot(page, "34-token-created")
+    check_a11y(page, "34-token-created")
     page.goto("/account/tokens")
     expect(page.locator("table.tokens")).to_contain_text("browser ci")
     assert token not in page.content()  # shown once
