@@ -1,6 +1,7 @@
 """Imports every domain's models so that Base.metadata is complete (for Alembic and tests)."""
 
 from app.courses.models import Assignment, Course, Membership, Offering, Override
+from app.gradebook.models import RegradeBatch
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.ratelimit.models import RateLimitCounter
 from app.submissions.models import CheckResultRow, Grade, Submission
@@ -19,6 +20,7 @@ __all__ = [
     "ProblemSet",
     "ProblemSetVersion",
     "RateLimitCounter",
+    "RegradeBatch",
     "Submission",
     "User",
     "WebhookAttempt",

@@ -72,7 +72,7 @@ def _truncate_postgres(url: str) -> None:
             text(
                 "TRUNCATE check_result, grade, submission, assignment_override, assignment, membership, offering, "
                 'course, problem_set_version, problem_set, api_token, "user", '
-                "rate_limit_counter, webhook_attempt, webhook_delivery, webhook_endpoint "
+                "rate_limit_counter, regrade_batch, webhook_attempt, webhook_delivery, webhook_endpoint "
                 "RESTART IDENTITY CASCADE"
             )
         )

@@ -54,6 +54,12 @@ class CheckStat(BaseModel):
     pass_rate: float
 
 
+class ScoreBin(BaseModel):
+    low: float
+    high: float = Field(description="scores from low up to (not including) high; the last bin also holds high")
+    students: int
+
+
 class ProblemStats(BaseModel):
     id: str
     title: str
@@ -66,6 +72,11 @@ class ProblemStats(BaseModel):
     full_marks_fraction: float | None = Field(description="share of graded students whose best attempt is full marks")
     checks: list[CheckStat] = Field(description="in the order the grader reports them; rubric rows left out")
     hardest_check: str | None = Field(description="the check with the lowest pass rate")
+    histogram: list[ScoreBin] = Field(
+        default_factory=list,
+        description="the students' counted scores in bins from 0 to max_score, those awaiting hand grading left out",
+    )
+    pending_manual: int = Field(default=0, description="students whose counted attempt awaits hand grading")
 
 
 class SetStats(BaseModel):

@@ -196,11 +196,16 @@ def _graded_here(session: Session, access: Access, submission_id: int, *, lock: 
 def regrade(session: Session, *, access: Access, submission_id: int) -> Submission:
     """Put a submission back in the queue; the worker replaces its checks and grade when it is done."""
     sub = _graded_here(session, access, submission_id, lock=True)
-    # Clearing the claim also makes a worker still grading the old claim drop its result (it checks claimed_by).
-    sub.status, sub.grading_attempts, sub.claimed_by, sub.lease_until, sub.error = Status.QUEUED, 0, None, None, None
+    requeue(sub)
     # Committed here, before the caller wakes a worker, so the worker finds the row queued.
     session.commit()
     return sub
+
+
+def requeue(sub: Submission) -> None:
+    """Back to the queue (the caller commits, then wakes a worker); the grade stays until the new one replaces it."""
+    # Clearing the claim also makes a worker still grading the old claim drop its result (it checks claimed_by).
+    sub.status, sub.grading_attempts, sub.claimed_by, sub.lease_until, sub.error = Status.QUEUED, 0, None, None, None
 
 
 def rubric_points(sub: Submission) -> float:

@@ -13,7 +13,7 @@ from app.courses.access import Access
 from app.courses.models import Assignment
 from app.courses.permissions import Action
 from app.gradebook.attempts import EPS, Column, best_attempts, columns, load_attempts, student_ids
-from app.gradebook.schemas import CheckStat, ProblemStats, SetStats
+from app.gradebook.schemas import CheckStat, ProblemStats, ScoreBin, SetStats
 from app.gradebook.service import counted_rule
 from app.problemsets.service import spec_of
 from app.submissions.models import CheckResultRow, Submission
@@ -34,8 +34,14 @@ def set_stats(session: Session, *, access: Access, slug: str, offering_id: int |
     problems = []
     for col in columns(version, attempts):
         mine = [a for a in attempts if a.problem_id == col.id]
-        scores = [a.final_score or 0.0 for (_, pid), a in best.items() if pid == col.id]
-        problems.append(_problem_stats(col, len(mine), len({a.user_id for a in mine}), scores, checks[col.id]))
+        counted = [a for (_, pid), a in best.items() if pid == col.id]
+        scores = [a.final_score or 0.0 for a in counted]
+        stats = _problem_stats(col, len(mine), len({a.user_id for a in mine}), scores, checks[col.id])
+        # Work awaiting hand grading is pending, not a low score: the histogram leaves it out and says how many.
+        waiting = [a for a in counted if col.rubric_points > 0 and a.manual_score is None]
+        stats.pending_manual = len(waiting)
+        stats.histogram = histogram([a.final_score or 0.0 for a in counted if a not in waiting], col.max_score)
+        problems.append(stats)
     return SetStats(problem_set=slug, offering=assignment.offering_id, title=version.problem_set.title,
                     version=version.number, problems=problems)  # fmt: skip
 
@@ -58,6 +64,26 @@ def _problem_stats(
         checks=checks,
         hardest_check=hardest.name if hardest is not None and hardest.pass_rate < 1.0 else None,
     )
+
+
+MAX_BINS = 10
+
+
+def histogram(scores: list[float], max_score: float) -> list[ScoreBin]:
+    """Counted scores in bins over [0, max_score]. A whole maximum up to 10 gets one bin per point (k <= score <
+    k + 1) and a last one for full marks alone; any other maximum ten equal bins, the last holding max_score too."""
+    if max_score <= 0:
+        return []
+    if float(max_score).is_integer() and max_score <= MAX_BINS:
+        edges = [(float(k), float(k + 1)) for k in range(int(max_score))] + [(max_score, max_score)]
+    else:
+        width = max_score / MAX_BINS
+        edges = [(round(i * width, 4), round((i + 1) * width, 4)) for i in range(MAX_BINS)]
+    counts = [0] * len(edges)
+    for score in scores:
+        index = next((i for i, (low, high) in enumerate(edges) if score < high - EPS), len(edges) - 1)
+        counts[index] += 1
+    return [ScoreBin(low=low, high=high, students=n) for (low, high), n in zip(edges, counts, strict=True)]
 
 
 def _check_stats(session: Session, assignment: Assignment) -> dict[str, list[CheckStat]]:

@@ -19,7 +19,7 @@ from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.storage import load_version
 from graders.code.runner import CodeGraderLike
 from graders.grade import problem_view, validate_set
-from graders.model import ProblemSetSpec
+from graders.model import CodeProblem, ProblemSetSpec
 from graders.problemset.archive import ArchiveLimits, pack_files, unpack_archive
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import LoadedSet, load_problem_set
@@ -141,21 +141,42 @@ def upload(
     user_id: int,
     grader: CodeGraderLike | None,
     may_replace: Callable[[ProblemSet], bool] | None = None,
+    progress: Callable[[str], None] | None = None,
+    on_loaded: Callable[[LoadedSet], None] | None = None,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
+    """Unpack, validate and store an uploaded archive; ``on_loaded`` sees the parsed set before the (long)
+    validation, ``progress`` gets one line per file the mutant gate grades."""
     with tempfile.TemporaryDirectory(prefix="upload-") as tmp:
         try:
             loaded = load_upload(data, filename, settings, Path(tmp))
         except ProblemSetInvalid as exc:
             report = ValidationReport(errors=exc.errors)
             raise ProblemSetRejected(report) from exc
+        if on_loaded is not None:
+            on_loaded(loaded)
         return ingest(
             session,
             loaded=loaded,
             user_id=user_id,
             grader=grader,
+            progress=progress,
             max_grading_s=settings.grading_lease_s,
             may_replace=may_replace,
         )
+
+
+def gate_files(loaded: LoadedSet) -> int:
+    """How many files the mutant gate will grade (each code problem's solutions and mutants), for progress."""
+    count = 0
+    for problem in loaded.spec.problems:
+        if isinstance(problem, CodeProblem) and problem.gradable:
+            for folder in (problem.solutions_dir(), problem.mutants_dir()):
+                prefix = folder.rstrip("/") + "/"
+                count += sum(
+                    1 for name in loaded.files if name.startswith(prefix) and name.endswith(".py")
+                    and "/" not in name[len(prefix):]
+                )  # fmt: skip
+    return count
 
 
 def _latest(session: Session, problem_set_id: int) -> ProblemSetVersion | None:

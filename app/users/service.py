@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Mapping, MutableMapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,6 +25,17 @@ SCOPES = ("submit", "read", "instructor", "metrics")
 # Scopes only staff may hold: instructor powers, and the service's metrics (volumes, routes, queue).
 STAFF_SCOPES = ("instructor", "metrics")
 DEFAULT_SCOPES = ["submit", "read"]
+MIN_PASSWORD = 8
+MAX_PASSWORD = 1024  # as the login body allows (LoginRequest)
+_AUTH_KEY = "auth"
+
+
+def check_password(password: str, *, field: str = "password") -> None:
+    """The strength rule for every new password (accounts created by the CLI or the API, and changed ones)."""
+    if len(password) < MIN_PASSWORD:
+        raise Invalid(f"passwords need at least {MIN_PASSWORD} characters", field=field)
+    if len(password) > MAX_PASSWORD:
+        raise Invalid(f"passwords have at most {MAX_PASSWORD} characters", field=field)
 
 
 def create_user(
@@ -46,8 +59,7 @@ def create_user(
     if session.scalar(select(User).where(User.email == email)) is not None:
         raise Conflict(f"a user with email {email!r} already exists", field="email")
     password = password or generate_password()
-    if len(password) < 8:
-        raise Invalid("passwords need at least 8 characters", field="password")
+    check_password(password)
     global_role = GlobalRole.ADMIN if role == Role.ADMIN else GlobalRole.USER
     user = User(email=email, role=global_role, password_hash=hash_password(password), display_name=display_name)
     session.add(user)
@@ -75,14 +87,35 @@ def log_in(session: Session, cookie: MutableMapping[str, Any], *, email: str, pa
     if user is not None:
         cookie.clear()
         cookie["user_id"] = user.id
+        cookie[_AUTH_KEY] = _session_auth(user)
     return user
 
 
+def _session_auth(user: User) -> str:
+    # Derived from the password hash (its salt is new with every password): changing the password ends every
+    # cookie session made before, as the signed cookies themselves are kept nowhere on the server to delete.
+    return hashlib.sha256(b"session-auth:" + user.password_hash.encode()).hexdigest()[:32]
+
+
 def cookie_user(session: Session, cookie: Mapping[str, Any]) -> User | None:
-    """The active user a cookie session belongs to, or None."""
+    """The active user a cookie session belongs to, or None (also once the password has changed since login)."""
     user_id = cookie.get("user_id")
     user = session.get(User, user_id) if isinstance(user_id, int) else None
-    return user if user is not None and user.is_active else None
+    if user is None or not user.is_active:
+        return None
+    sent = cookie.get(_AUTH_KEY)
+    return user if isinstance(sent, str) and secrets.compare_digest(sent, _session_auth(user)) else None
+
+
+def change_password(session: Session, cookie: MutableMapping[str, Any], *, user: User, current: str, new: str) -> None:
+    """Set a new password once the current one is given; the user's other cookie sessions end, this one goes on."""
+    if not verify_password(current, user.password_hash):
+        raise Invalid("the current password is wrong", field="current_password")
+    check_password(new, field="new_password")
+    if verify_password(new, user.password_hash):
+        raise Invalid("the new password is the current one", field="new_password")
+    user.password_hash = hash_password(new)
+    cookie[_AUTH_KEY] = _session_auth(user)
 
 
 def create_token(
@@ -148,9 +181,10 @@ def list_tokens(session: Session, *, user: User) -> list[ApiToken]:
     return list(session.scalars(select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.id)))
 
 
-def revoke_token(session: Session, *, user: User, token_id: int) -> ApiToken:
+def revoke_token(session: Session, *, user: User, token_id: int, own_only: bool = False) -> ApiToken:
+    """Revoke a token of ``user`` (admins: anyone's, unless ``own_only``); anyone else's is a 404."""
     token = session.get(ApiToken, token_id)
-    if token is None or (token.user_id != user.id and not user.is_admin):
+    if token is None or (token.user_id != user.id and (own_only or not user.is_admin)):
         raise NotFound(f"no token {token_id}", field="token_id")
     token.revoked_at = token.revoked_at or utcnow()
     return token

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.datastructures import UploadFile
 
 from app.courses import service as courses
@@ -14,17 +15,19 @@ from app.courses.access import Access, access_for
 from app.courses.models import Offering
 from app.courses.permissions import Action
 from app.deps import RowId, RowIdQuery
-from app.errors import Forbidden, Invalid
+from app.errors import DomainError, Forbidden, Invalid, NotFound
 from app.gradebook import service as gradebook
 from app.gradebook.stats import set_stats
+from app.gradebook.student_work import student_work
 from app.problemsets import refused
 from app.problemsets import service as sets
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.users.models import User
-from app.web import page_context
+from app.web import charts, page_context
 from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings
 from app.web.page_route import WebRoute
-from app.web.rendering import render
+from app.web.rendering import render, render_fragment
+from app.web.upload_jobs import UploadJob, UploadJobs
 
 router = APIRouter(route_class=WebRoute)
 
@@ -56,7 +59,7 @@ def instructor_home(request: Request, user: WebInstructor, session: WebSession) 
 def upload(
     request: Request, form: CheckedForm, user: WebInstructor, session: WebSession, settings: WebSettings
 ) -> Response:
-    """Validate and store an uploaded .zip/.tar.gz set; the page shows the validation report either way."""
+    """Check the file and the offering, then validate in the background and go to the upload's progress page."""
     file = form.get("file")
     if not isinstance(file, UploadFile) or not file.filename:
         return _instructor_page(request, session, user, 422, upload_error="Choose a .zip or .tar.gz file to upload.")
@@ -64,44 +67,84 @@ def upload(
     try:
         if len(data) > settings.max_upload_bytes:
             raise Invalid(f"The archive is larger than {settings.max_upload_bytes} bytes.", field="file")
-        # Validation runs the reference solutions and mutants; this handler is sync, so it runs in a worker thread.
-        access = access_for(session, user)
-        target = _upload_target(session, access, user, form.get("offering"))
-        mine = access.offerings(Action.UPLOAD)
-        version, report, created = sets.upload(
-            session,
-            data=data,
-            filename=file.filename,
-            settings=settings,
-            user_id=user.id,
-            grader=request.app.state.code_grader,
-            may_replace=lambda ps: user.is_admin or bool(courses.offerings_with_set(session, ps) & mine),
-        )
-        courses.ensure_assigned(session, offering=target, problem_set=version.problem_set)
-    except sets.ProblemSetRejected as exc:
-        session.rollback()
-        return _instructor_page(
-            request,
-            session,
-            user,
-            422,
-            report=exc.report.to_dict(),
-            gate_texts=exc.report.gate_texts,
-            filename=file.filename,
-        )
+        target = _upload_target(session, access_for(session, user), user, form.get("offering"))
     except (Invalid, Forbidden) as exc:
         session.rollback()
         return _instructor_page(request, session, user, 422, upload_error=exc.message)
-    session.commit()
-    return _instructor_page(
-        request,
-        session,
-        user,
-        report=report.to_dict() if created else version.validation_report,
-        gate_texts=report.gate_texts,
-        filename=file.filename,
-        stored={"slug": version.problem_set.slug, "version": version.number, "created": created},
-    )
+    work = functools.partial(_validate_and_store, request.app.state, user.id, target.id, data, file.filename)
+    job = _jobs(request).start(owner_id=user.id, filename=file.filename, work=work)
+    return RedirectResponse(f"/instructor/uploads/{job.id}", status_code=303)
+
+
+def _jobs(request: Request) -> UploadJobs:
+    state = request.app.state
+    if not hasattr(state, "upload_jobs"):
+        state.upload_jobs = UploadJobs()
+    jobs: UploadJobs = state.upload_jobs
+    return jobs
+
+
+def _validate_and_store(
+    state: Any, user_id: int, offering_id: int, data: bytes, filename: str, job: UploadJob
+) -> tuple[int, dict[str, Any]]:
+    """The upload's validation and storage (a thread of its own, with its own session): (status, page context)."""
+    settings = state.settings
+    with state.session_factory() as session:
+        user = session.get(User, user_id)
+        if user is None:
+            return 404, {"upload_error": "Your account is gone."}
+        access = access_for(session, user)
+        mine = access.offerings(Action.UPLOAD)
+        try:
+            target = courses.get_offering(session, access, offering_id, Action.UPLOAD)
+            version, report, created = sets.upload(
+                session,
+                data=data,
+                filename=filename,
+                settings=settings,
+                user_id=user.id,
+                grader=state.code_grader,
+                may_replace=lambda ps: user.is_admin or bool(courses.offerings_with_set(session, ps) & mine),
+                progress=job.lines.append,
+                on_loaded=lambda loaded: setattr(job, "total", sets.gate_files(loaded)),
+            )
+            courses.ensure_assigned(session, offering=target, problem_set=version.problem_set)
+        except sets.ProblemSetRejected as exc:
+            session.rollback()
+            return 422, {"report": exc.report.to_dict(), "gate_texts": exc.report.gate_texts, "filename": filename}
+        except DomainError as exc:
+            session.rollback()
+            return 422, {"upload_error": exc.message}
+        session.commit()
+        return 200, {
+            "report": report.to_dict() if created else version.validation_report,
+            "gate_texts": report.gate_texts,
+            "filename": filename,
+            "stored": {"slug": version.problem_set.slug, "version": version.number, "created": created},
+        }
+
+
+@router.get("/instructor/uploads/{job_id}")
+def upload_page(request: Request, job_id: str, user: WebInstructor, session: WebSession) -> Response:
+    """While the gate runs, its progress (refreshed in place); then the validation report, as the upload gave it."""
+    job = _jobs(request).get(job_id[:64], owner_id=user.id)
+    if job is None:
+        raise NotFound("No such upload (uploads are kept for an hour).")
+    if job.done:
+        return _instructor_page(request, session, user, job.status, **job.result)
+    return render(request, "instructor/upload_progress.html", 202, job=job, waiting=True)
+
+
+@router.get("/instructor/uploads/{job_id}/live")
+def upload_live(request: Request, job_id: str, user: WebInstructor) -> Response:
+    """The progress part of that page; X-Progress: done once the report is ready (the page then reloads)."""
+    job = _jobs(request).get(job_id[:64], owner_id=user.id)
+    if job is None:
+        raise NotFound("No such upload (uploads are kept for an hour).")
+    response = HTMLResponse(render_fragment(request, "instructor/_upload_progress.html", job=job))
+    response.headers["X-Progress"] = "done" if job.done else "running"
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @router.get("/instructor/sets/{slug}/gradebook")
@@ -126,15 +169,28 @@ def gradebook_page(
         row.user_id: sum(c.best_score or 0.0 for pid, c in row.cells.items() if (row.user_id, pid) not in pending)
         for row in book.students
     }
+    stats = set_stats(session, access=access, slug=slug, offering_id=book.offering)
     return render(
         request,
         "instructor/gradebook.html",
         book=book,
-        stats=set_stats(session, access=access, slug=slug, offering_id=book.offering),
+        stats=stats,
+        charts_of={q.id: charts.ProblemCharts.of(q) for q in stats.problems},
+        bin_label=charts.bin_label,
         awaiting=awaiting,
         pending=pending,
         totals=totals,
+        can_grade=access.can(book.offering, Action.GRADE),
     )
+
+
+@router.get("/offerings/{offering_id}/students/{user_id}")
+def student_page(
+    request: Request, offering_id: RowId, user_id: RowId, user: WebInstructor, session: WebSession
+) -> Response:
+    """One student's submissions across the offering's assignments, with automatic, manual and counted scores."""
+    work = student_work(session, access=access_for(session, user), offering_id=offering_id, user_id=user_id)
+    return render(request, "instructor/student.html", work=work)
 
 
 @router.post("/submissions/{submission_id}/regrade")

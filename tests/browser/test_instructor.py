@@ -38,6 +38,8 @@ def test_upload_shows_the_mutant_matrix_as_a_table(new_page: Any, tmp_path: Path
         str(_zip_of(FIXTURE_SETS / "codeset", tmp_path / "c.zip"))
     )
     page.get_by_role("button", name="Validate and upload").click()
+    # The upload answers at once: its page follows the gate, then reloads itself with the report.
+    page.wait_for_url(re.compile(r".*/instructor/uploads/[\w-]+$"))
     table = page.locator("table.matrix")
     expect(table).to_be_visible(timeout=240_000)
     headers = table.locator("thead th").all_inner_texts()

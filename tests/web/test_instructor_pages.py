@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 import zipfile
 
 from tests.conftest import FIXTURE_SETS
@@ -18,6 +19,19 @@ def _zip(files: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
+def upload_and_wait(client, token: str, archive: bytes, name: str = "basic.zip"):  # type: ignore[no-untyped-def]
+    """Upload through the form, then follow its progress page until the report is there (202 while validating)."""
+    started = client.post("/instructor/upload", data={"csrf_token": token},
+                          files={"file": (name, archive, "application/zip")}, follow_redirects=False)  # fmt: skip
+    assert started.status_code == 303, started.text
+    deadline = time.monotonic() + 60
+    while True:
+        page = client.get(started.headers["location"])
+        if page.status_code != 202 or time.monotonic() > deadline:
+            return page
+        time.sleep(0.05)
+
+
 def _basic_files() -> dict[str, bytes]:
     root = FIXTURE_SETS / "basic"
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
@@ -30,15 +44,13 @@ def test_upload_shows_the_validation_report(as_instructor):  # type: ignore[no-u
 
     files = _basic_files()
     files["problemset.yaml"] = files["problemset.yaml"].replace(b"reject: [decoder]", b"reject: [encoder]")
-    bad = client.post("/instructor/upload", data={"csrf_token": token},
-                      files={"file": ("basic.zip", _zip(files), "application/zip")})  # fmt: skip
+    bad = upload_and_wait(client, token, _zip(files))
     assert bad.status_code == 422 and "Refused" in bad.text
     assert "problems[0] (t1).b1.reject" in bad.text and "should be rejected" in bad.text
 
     files = _basic_files()
     files["problemset.yaml"] = files["problemset.yaml"].replace(b"title: Basic test set", b"title: Basic, version 2")
-    good = client.post("/instructor/upload", data={"csrf_token": token},
-                       files={"file": ("basic.zip", _zip(files), "application/zip")})  # fmt: skip
+    good = upload_and_wait(client, token, _zip(files))
     assert good.status_code == 200 and "as version 2" in good.text and "answer cases checked" in good.text
 
     none = client.post("/instructor/upload", data={"csrf_token": token})

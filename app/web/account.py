@@ -1,0 +1,109 @@
+"""Your account: change the password (other sessions end) and your API tokens (list, create once-shown, revoke)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import RedirectResponse
+from starlette.datastructures import FormData
+
+from app.courses import service as courses
+from app.courses.access import access_for
+from app.db import utcnow
+from app.deps import RowId
+from app.errors import Invalid
+from app.users import service as users
+from app.users.models import User
+from app.web.deps import CheckedForm, WebSession, WebUser
+from app.web.page_route import WebRoute
+from app.web.rendering import render
+
+router = APIRouter(route_class=WebRoute)
+# The expiry choices of the token form, in days (0: never).
+EXPIRIES = (30, 90, 365, 0)
+
+
+def _text(form: FormData, key: str) -> str:
+    value = form.get(key)
+    return value if isinstance(value, str) else ""
+
+
+@router.get("/account")
+def account_page(request: Request, user: WebUser) -> Response:
+    """The password form."""
+    return render(request, "account/index.html", changed=request.query_params.get("changed") == "1")
+
+
+@router.post("/account/password")
+def change_password(request: Request, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
+    """Check the current password, set the new one; every other session of this account is logged out."""
+    # A wrong current password is a guess like a wrong login: the same limits.
+    request.app.state.limiter.login(email=user.email, address=request.client.host if request.client else "-")
+    new, again = _text(form, "new_password"), _text(form, "new_password_again")
+    try:
+        if new != again:
+            raise Invalid("the two new passwords differ", field="new_password_again")
+        users.change_password(session, request.session, user=user, current=_text(form, "current_password"), new=new)
+    except Invalid as exc:
+        session.rollback()
+        return render(request, "account/index.html", 422, error=exc.message, error_field=exc.field)
+    session.commit()
+    return RedirectResponse("/account?changed=1", status_code=303)
+
+
+def _tokens_page(request: Request, session: WebSession, user: User, status: int = 200, **extra: Any) -> Response:
+    access = access_for(session, user)
+    offerings = courses.my_offerings(session, access)
+    return render(
+        request,
+        "account/tokens.html",
+        status,
+        tokens=users.list_tokens(session, user=user),
+        offerings=offerings,
+        offering_titles={o.id: f"{o.course.slug} · {o.title}" for o in offerings},
+        scopes=[s for s in users.SCOPES if s not in users.STAFF_SCOPES or access.any_staff or user.is_admin],
+        default_scopes=users.DEFAULT_SCOPES,
+        expiries=EXPIRIES,
+        now=utcnow(),
+        **extra,
+    )
+
+
+@router.get("/account/tokens")
+def tokens_page(request: Request, user: WebUser, session: WebSession) -> Response:
+    """Your API tokens (never their values) and the form to create one."""
+    return _tokens_page(request, session, user)
+
+
+@router.post("/account/tokens")
+def create_token(request: Request, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
+    """Create a token and show it on this response only (it is stored hashed; a reload does not show it again)."""
+    offering, days = _text(form, "offering"), _text(form, "expires_days")
+    try:
+        if offering and not (offering.isdigit() and len(offering) < 10):
+            raise Invalid(f"offering {offering[:20]!r} is not an offering id", field="offering")
+        if days not in {str(d) for d in EXPIRIES}:
+            raise Invalid(f"expiry {days[:20]!r} is not one of the choices", field="expires_days")
+        token, plain = users.create_token(
+            session,
+            user=user,
+            name=_text(form, "name").strip()[:100],
+            scopes=[s for s in form.getlist("scopes") if isinstance(s, str)] or None,
+            expires_at=utcnow() + timedelta(days=int(days)) if int(days) else None,
+            offering_id=int(offering) if offering else None,
+        )
+    except Invalid as exc:
+        session.rollback()
+        return _tokens_page(request, session, user, 422, error=exc.message)
+    session.commit()
+    return _tokens_page(request, session, user, 201, created=token, plain=plain)
+
+
+@router.post("/account/tokens/{token_id}/revoke")
+def revoke_token(request: Request, token_id: RowId, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
+    """Revoke one of your tokens (anyone else's, even as an admin, is a 404 here: this page is yours)."""
+    users.revoke_token(session, user=user, token_id=token_id, own_only=True)
+    session.commit()
+    return RedirectResponse("/account/tokens", status_code=303)

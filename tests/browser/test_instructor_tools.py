@@ -1,0 +1,74 @@
+"""An instructor in Chromium: a bulk regrade from preview to its live progress, one student's work, the account
+and token pages."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import PASSWORD, check_a11y, log_in, shot
+
+expect = pytest.importorskip("playwright.sync_api", reason="needs Playwright (make test installs it)").expect
+TEACHER = "teacher@example.com"
+
+
+def test_bulk_regrade_preview_then_progress_in_place(new_page: Any) -> None:
+    student = new_page()
+    api = student.context.request  # the student's answers through the API (the set page has its own tests)
+    assert api.post("/api/v1/auth/login", data={"email": "bob@example.com", "password": PASSWORD}).ok
+    for choice in ("A", "B"):
+        body = {"problem_set": "ch9", "problem": "q2", "answers": {"b1": choice}}
+        assert api.post("/api/v1/submissions?wait=20", data=body).ok
+
+    page = new_page()
+    log_in(page, TEACHER)
+    page.goto("/instructor/sets/ch9/gradebook")
+    page.get_by_role("link", name="Bulk regrade").click()
+    page.get_by_label("Problem").select_option("q2")
+    page.get_by_role("button", name="Preview").click()
+    preview = page.locator("section", has=page.get_by_role("heading", name="Preview"))
+    expect(preview).to_contain_text("would be regraded")
+    expect(preview.locator("table caption")).to_have_text("Current final score of the selected submissions")
+    shot(page, "30-bulk-regrade-preview")
+    check_a11y(page, "30-bulk-regrade-preview")
+
+    preview.get_by_role("button", name=re.compile(r"Regrade \d+ submissions?")).click()
+    page.wait_for_url(re.compile(r".*/instructor/regrades/\d+$"))
+    # progress.js swaps the part in place (the page is not reloaded) until the batch is done; a batch done before
+    # the page loaded shows "done" at once.
+    page.evaluate("() => { window.__same_page = true; }")
+    expect(page.locator("#regrade-progress h2")).to_contain_text("· done", timeout=60_000)
+    assert page.evaluate("() => window.__same_page === true")
+    expect(page.locator("#regrade-progress")).to_contain_text("unchanged")
+    shot(page, "31-bulk-regrade-progress")
+    check_a11y(page, "31-bulk-regrade-progress")
+
+    # The gradebook's name links to the student's submissions across the offering.
+    page.goto("/instructor/sets/ch9/gradebook")
+    page.get_by_role("link", name="Bob Ray").click()
+    expect(page.get_by_role("heading", name="Bob Ray", level=1)).to_be_visible()
+    expect(page.locator("table.student-work").first).to_contain_text("q2")
+    shot(page, "32-student-work")
+    check_a11y(page, "32-student-work")
+
+
+def test_account_and_token_pages(new_page: Any) -> None:
+    page = new_page()
+    log_in(page, TEACHER)
+    page.get_by_role("link", name="Account").click()
+    expect(page.get_by_role("heading", name="Change password")).to_be_visible()
+    check_a11y(page, "33-account")
+    page.get_by_role("link", name="API tokens").first.click()
+    page.get_by_label("Name").fill("browser ci")
+    page.get_by_role("button", name="Create token").click()
+    token = page.get_by_role("textbox", name="Token").input_value()
+    assert token.startswith("agt_")
+    shot(page, "34-token-created")
+    check_a11y(page, "34-token-created")
+    page.goto("/account/tokens")
+    expect(page.locator("table.tokens")).to_contain_text("browser ci")
+    assert token not in page.content()  # shown once
+    page.get_by_role("button", name=re.compile(r"Revoke browser ci")).click()
+    expect(page.locator("table.tokens tr", has_text="browser ci")).to_contain_text("revoked")
