@@ -18,6 +18,7 @@ from app.courses.router import router as courses_router
 from app.error_format import ServerErrors, install_error_handlers, install_openapi
 from app.gradebook.router import router as gradebook_router
 from app.limits import BodySizeLimit, RefuseNul
+from app.lti.router import router as lti_router
 from app.metrics import registry as metrics
 from app.metrics.router import router as metrics_router
 from app.problemsets.router import router as problemsets_router
@@ -137,6 +138,7 @@ def create_app(
     api.include_router(gradebook_router)
     api.include_router(webhooks_router)
     api.include_router(courses_router)
+    api.include_router(lti_router)
     app.include_router(api)
     app.include_router(metrics_router)
 

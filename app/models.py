@@ -1,6 +1,15 @@
 """Imports every domain's models so that Base.metadata is complete (for Alembic and tests)."""
 
 from app.courses.models import Assignment, Course, Membership, Offering, Override
+from app.lti.models import (
+    LtiContext,
+    LtiDeployment,
+    LtiLaunchState,
+    LtiPassback,
+    LtiPlatform,
+    LtiResourceLink,
+    LtiUser,
+)
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.ratelimit.models import RateLimitCounter
 from app.submissions.models import CheckResultRow, Grade, Submission
@@ -13,6 +22,13 @@ __all__ = [
     "CheckResultRow",
     "Course",
     "Grade",
+    "LtiContext",
+    "LtiDeployment",
+    "LtiLaunchState",
+    "LtiPassback",
+    "LtiPlatform",
+    "LtiResourceLink",
+    "LtiUser",
     "Membership",
     "Offering",
     "Override",

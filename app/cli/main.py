@@ -13,6 +13,7 @@ from app.cli.common import migrated_sessions, settings_or_exit
 from app.cli.courses import assignments_app, courses_app, offerings_app, overrides_app, roster_app
 from app.cli.doctor import doctor
 from app.cli.grade import grade
+from app.cli.lti import lti_app
 from app.cli.submit import submit
 
 app = typer.Typer(help="Autograding for course exercises.", no_args_is_help=True, add_completion=False)
@@ -28,6 +29,7 @@ app.add_typer(offerings_app, name="offerings")
 app.add_typer(roster_app, name="roster")
 app.add_typer(assignments_app, name="assignments")
 app.add_typer(overrides_app, name="overrides")
+app.add_typer(lti_app, name="lti")
 app.command()(grade)
 app.command()(submit)
 app.command()(doctor)
