@@ -115,6 +115,7 @@ def worker(
 
         start_http_server(settings.worker_metrics_port, settings.worker_metrics_host, registry=process_registry())
     slots = concurrency or max(1, settings.workers)
+    from app.lti.sender import PassbackSender
     from app.webhooks.sender import WebhookSender
 
     if settings.broker_url:
@@ -124,10 +125,13 @@ def worker(
         # Webhook deliveries are rows in the database: this worker sends them next to its Celery grading threads.
         engine = make_engine(settings.resolved_database_url)
         sender = WebhookSender(settings, make_session_factory(engine))
+        passback = PassbackSender(settings, make_session_factory(engine))  # LMS grades, the same way
         sender.start()
+        passback.start()
         try:
             run_worker(settings, slots)
         finally:
+            passback.stop()
             sender.stop()
             engine.dispose()
         return
@@ -149,8 +153,11 @@ def worker(
         runtime.prewarm()
         sender = WebhookSender(settings, runtime.session_factory)
         sender.start()
+        passback = PassbackSender(settings, runtime.session_factory)
+        passback.start()
         typer.echo(f"worker: {slots} slot(s) polling {settings.resolved_database_url.split('@')[-1]}")
         stop.wait()
+        passback.stop()
         sender.stop()
         pool.stop()
 

@@ -8,7 +8,6 @@ the transaction back.
 from __future__ import annotations
 
 import hashlib
-import secrets
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -21,12 +20,12 @@ from app.errors import NotFound
 from app.lti.models import LtiContext, LtiPlatform, LtiResourceLink, LtiUser
 from app.lti.registration import platform_for
 from app.lti.tool import Launch, LaunchRefused
-from app.security import hash_password
 from app.users.models import GlobalRole, User
 
 RESOURCE_LINK = "LtiResourceLinkRequest"
 DEEP_LINKING = "LtiDeepLinkingRequest"
 _ROLE_BASE = "http://purl.imsglobal.org/vocab/lis/v2/"
+NO_PASSWORD = "!lti"  # noqa: S105 - a marker that is no hash
 
 
 def map_role(roles: list[str]) -> MemberRole:
@@ -62,10 +61,8 @@ def lti_user(session: Session, *, issuer: str, sub: str, email: str, name: str) 
     if taken:
         digest = hashlib.sha256(f"{issuer}\n{sub}".encode()).hexdigest()[:24]
         email = f"lti-{digest}@lti.invalid"
-    # No password anyone knows: this account logs in through its LMS (an admin may set one later).
-    user = User(
-        email=email, display_name=name, role=GlobalRole.USER, password_hash=hash_password(secrets.token_urlsafe(32))
-    )
+    # No password at all (not an argon2 hash, so no password ever verifies): this account logs in through its LMS.
+    user = User(email=email, display_name=name, role=GlobalRole.USER, password_hash=NO_PASSWORD)
     session.add(user)
     session.flush()
     session.add(LtiUser(issuer=issuer, sub=sub, user_id=user.id))

@@ -13,12 +13,22 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
+from sqlalchemy.orm import Session
+from starlette.background import BackgroundTask
 
+from app.courses import service as courses
+from app.courses.access import access_for
+from app.courses.models import MemberRole
+from app.courses.permissions import STAFF_ROLES, Action
+from app.deps import RowId
+from app.lti import passback, roster_sync, tool
 from app.lti import provision as lti_provision
-from app.lti import tool
+from app.lti.adapters import DatabaseToolConf
 from app.lti.keys import key_store
-from app.web.deps import WebSession, WebSettings, rotate_csrf
+from app.users.models import User
+from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings, rotate_csrf
 from app.web.page_route import WebRoute
+from app.web.rendering import render
 
 log = logging.getLogger(__name__)
 router = APIRouter(route_class=WebRoute, tags=["lti"])
@@ -74,6 +84,7 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
         request.app.state.session_factory, keys, params=params, cookies=request.cookies, secure=_secure(request)
     )
     done = lti_provision.provision(session, claims)
+    session.commit()  # now: the roster sync below runs after the response, in a session of its own
     request.session.clear()  # a fresh session: nothing from before the launch carries over (session fixation)
     request.session["user_id"] = done.user.id
     rotate_csrf(request)
@@ -84,7 +95,61 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
     )  # fmt: skip
     if claims.message_type == lti_provision.DEEP_LINKING:
         return RedirectResponse(f"/lti/deep-link?launch={claims.launch_id}", status_code=303)
+    target = f"/offerings/{done.context.offering_id}"
     if done.assignment is not None:
-        slug = done.assignment.problem_set.slug
-        return RedirectResponse(f"/sets/{slug}?offering={done.context.offering_id}", status_code=303)
-    return RedirectResponse(f"/offerings/{done.context.offering_id}", status_code=303)
+        target = f"/sets/{done.assignment.problem_set.slug}?offering={done.context.offering_id}"
+    response = RedirectResponse(target, status_code=303)
+    if MemberRole(done.membership.role) in STAFF_ROLES and done.context.memberships_url:
+        # A staff launch refreshes the roster, after the response (the instructor does not wait for the LMS).
+        factory = request.app.state.session_factory
+        response.background = BackgroundTask(
+            roster_sync.sync_in_background, factory, DatabaseToolConf(factory, keys), done.context.offering_id
+        )
+    return response
+
+
+# --- the instructor's LMS page of an offering: grade passback state, retry, roster sync ----------------------------
+
+
+def _lms_page(request: Request, session: Session, user: User, offering_id: int, notice: str = "") -> Response:
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id, Action.GRADEBOOK)
+    return render(
+        request, "lti/offering.html", offering=offering, rows=passback.offering_passbacks(session, offering.id),
+        contexts=roster_sync.contexts_of(session, offering.id), can_retry=access.can(offering.id, Action.GRADE),
+        can_sync=access.can(offering.id, Action.ROSTER), notice=notice,
+    )  # fmt: skip
+
+
+@router.get("/offerings/{offering_id}/lti")
+def lms_page(request: Request, offering_id: RowId, user: WebInstructor, session: WebSession) -> Response:
+    """Each student's grade passback (state, attempts, last error) and the linked LMS courses (staff)."""
+    return _lms_page(request, session, user, offering_id)
+
+
+@router.post("/offerings/{offering_id}/lti/passback/{passback_id}/retry")
+def retry_passback(
+    request: Request, offering_id: RowId, passback_id: RowId, form: CheckedForm, user: WebInstructor,
+    session: WebSession,
+) -> Response:  # fmt: skip
+    """Send a student's score to the LMS again now (instructors and TAs)."""
+    access = access_for(session, user)
+    courses.get_offering(session, access, offering_id, Action.GRADE)
+    passback.retry(session, passback.passback_in(session, offering_id, passback_id))
+    session.commit()
+    return RedirectResponse(f"/offerings/{offering_id}/lti", status_code=303)
+
+
+@router.post("/offerings/{offering_id}/lti/sync")
+def sync_roster(
+    request: Request, offering_id: RowId, form: CheckedForm, user: WebInstructor, session: WebSession,
+    settings: WebSettings,
+) -> Response:  # fmt: skip
+    """Fetch the roster from the LMS (NRPS, every page) and apply it (instructors)."""
+    access = access_for(session, user)
+    courses.get_offering(session, access, offering_id, Action.ROSTER)
+    keys = key_store(settings.data_dir, settings.lti_key_grace_s)
+    result = roster_sync.sync_offering(session, DatabaseToolConf(request.app.state.session_factory, keys), offering_id)
+    session.commit()
+    notice = f"Roster synced: {result.added} added, {result.updated} updated, {result.dropped} dropped."
+    return _lms_page(request, session, user, offering_id, notice=notice)

@@ -7,9 +7,11 @@ platform's auth endpoint (fetched over real HTTP), the platform's auto-posting f
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from html import unescape
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,6 +21,7 @@ from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.lti import registration
+from app.lti.keys import KeyStore
 from app.main import create_app
 from tests.app.conftest import basic_set  # noqa: F401
 from tests.lti.platform import PlatformServer, TestPlatform
@@ -32,8 +35,18 @@ def platform() -> Iterator[TestPlatform]:
         yield running
 
 
+@pytest.fixture(scope="session")
+def tool_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One tool key for the session (an RSA key per test would cost more than the test)."""
+    root = tmp_path_factory.mktemp("toolkey")
+    KeyStore(root).current()
+    return root / "lti" / "keys.json"
+
+
 @pytest.fixture
-def lti_settings(settings: Settings) -> Settings:
+def lti_settings(settings: Settings, tool_key_file: Path) -> Settings:
+    (settings.data_dir / "lti").mkdir(parents=True, exist_ok=True)
+    shutil.copy(tool_key_file, settings.data_dir / "lti" / "keys.json")
     return settings.model_copy(update={"public_url": TOOL, "lti_passback_retry_delays_s": [0.0, 0.0, 0.0]})
 
 
