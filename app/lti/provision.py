@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.courses import service as courses
+from app.courses.access import access_for
 from app.courses.models import Assignment, MemberRole, Membership, MemberSource, MemberStatus, Offering
 from app.courses.permissions import STAFF_ROLES
 from app.errors import NotFound
@@ -117,7 +118,7 @@ def upsert_member(
     return member
 
 
-def _assignment(session: Session, ctx: LtiContext, launch: Launch, role: MemberRole) -> Assignment | None:
+def _assignment(session: Session, ctx: LtiContext, launch: Launch, role: MemberRole, user: User) -> Assignment | None:
     link = session.scalar(
         select(LtiResourceLink).where(
             LtiResourceLink.context_id == ctx.id, LtiResourceLink.resource_link_id == launch.resource_link_id
@@ -137,7 +138,14 @@ def _assignment(session: Session, ctx: LtiContext, launch: Launch, role: MemberR
         raise LaunchRefused(f"this link names a problem set that does not exist here ({slug!r})") from exc
     offering = session.get(Offering, ctx.offering_id)
     assert offering is not None
-    assignment = courses.ensure_assigned(session, offering=offering, problem_set=problem_set)
+    assigned = session.scalar(
+        select(Assignment).where(Assignment.offering_id == offering.id, Assignment.problem_set_id == problem_set.id)
+    )
+    # A link's custom parameters can be edited by LMS instructors (Moodle): naming a set is not enough to bring it
+    # into the course; the launcher must be allowed to assign it here, as on our own pages.
+    if assigned is None and not courses.may_assign(session, access_for(session, user), problem_set):
+        raise LaunchRefused(f"this link names a problem set ({slug!r}) that you may not assign in this course")
+    assignment = assigned or courses.assign(session, offering=offering, problem_set=problem_set)
     session.add(
         LtiResourceLink(
             context_id=ctx.id, resource_link_id=launch.resource_link_id, assignment_id=assignment.id,
@@ -160,8 +168,12 @@ def provision(session: Session, launch: Launch) -> Provisioned:
     """Apply a validated launch: user, offering, membership and (for a resource link) the assignment."""
     platform = platform_for(session, launch.issuer, launch.client_id)
     role = map_role(launch.roles)
+    if launch.message_type == DEEP_LINKING and role not in STAFF_ROLES:
+        raise LaunchRefused("only instructors pick problem sets for the LMS (deep linking)")
     ctx = _context(session, platform, launch, role)
     user = lti_user(session, issuer=launch.issuer, sub=launch.sub, email=launch.email, name=launch.name)
+    if not user.is_active:
+        raise LaunchRefused("this account is disabled here; ask an administrator")
     offering = session.get(Offering, ctx.offering_id)
     assert offering is not None
     lis = launch.body.get("https://purl.imsglobal.org/spec/lti/claim/lis") or {}
@@ -173,5 +185,5 @@ def provision(session: Session, launch: Launch) -> Provisioned:
         name=launch.name,
         lis_id=str(lis.get("person_sourcedid") or ""),
     )
-    assignment = _assignment(session, ctx, launch, role) if launch.message_type == RESOURCE_LINK else None
+    assignment = _assignment(session, ctx, launch, role, user) if launch.message_type == RESOURCE_LINK else None
     return Provisioned(user=user, membership=member, context=ctx, assignment=assignment)

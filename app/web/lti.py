@@ -21,7 +21,8 @@ from app.courses.access import access_for
 from app.courses.models import MemberRole
 from app.courses.permissions import STAFF_ROLES, Action
 from app.deps import RowId
-from app.lti import passback, roster_sync, tool
+from app.errors import Forbidden
+from app.lti import deep_linking, passback, roster_sync, tool
 from app.lti import provision as lti_provision
 from app.lti.adapters import DatabaseToolConf
 from app.lti.keys import key_store
@@ -31,6 +32,7 @@ from app.web.page_route import WebRoute
 from app.web.rendering import render
 
 log = logging.getLogger(__name__)
+DEEP_LINK_KEY = "lti_deep_link"
 router = APIRouter(route_class=WebRoute, tags=["lti"])
 
 
@@ -94,7 +96,9 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
                           "role": done.membership.role, "message_type": claims.message_type}},
     )  # fmt: skip
     if claims.message_type == lti_provision.DEEP_LINKING:
-        return RedirectResponse(f"/lti/deep-link?launch={claims.launch_id}", status_code=303)
+        # Bound to this browser's new session: only the instructor who launched may answer this deep link.
+        request.session[DEEP_LINK_KEY] = {"launch": claims.launch_id, "offering": done.context.offering_id}
+        return RedirectResponse("/lti/deep-link", status_code=303)
     target = f"/offerings/{done.context.offering_id}"
     if done.assignment is not None:
         target = f"/sets/{done.assignment.problem_set.slug}?offering={done.context.offering_id}"
@@ -153,3 +157,48 @@ def sync_roster(
     session.commit()
     notice = f"Roster synced: {result.added} added, {result.updated} updated, {result.dropped} dropped."
     return _lms_page(request, session, user, offering_id, notice=notice)
+
+
+# --- deep linking: the instructor picks a set inside the LMS ------------------------------------------------------
+
+
+def _deep_link_state(request: Request) -> tuple[str, int]:
+    state = request.session.get(DEEP_LINK_KEY)
+    if (
+        not isinstance(state, dict)
+        or not isinstance(state.get("launch"), str)
+        or not isinstance(state.get("offering"), int)
+    ):
+        raise tool.LaunchRefused("no deep-linking launch in this session; open the tool from the LMS again")
+    return state["launch"], state["offering"]
+
+
+@router.get("/lti/deep-link")
+def deep_link_page(request: Request, user: WebInstructor, session: WebSession) -> Response:
+    """The sets this instructor may put into the LMS course."""
+    _, offering_id = _deep_link_state(request)
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id, Action.ASSIGNMENTS)
+    return render(request, "lti/deep_link.html", offering=offering, sets=deep_linking.choices(session, access))
+
+
+@router.post("/lti/deep-link")
+def deep_link_answer(
+    request: Request, form: CheckedForm, user: WebInstructor, session: WebSession, settings: WebSettings
+) -> Response:
+    """Assign the chosen set and send the LMS the signed deep-linking response (an auto-posting form)."""
+    launch_id, offering_id = _deep_link_state(request)
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id, Action.ASSIGNMENTS)
+    problem_set = courses.problem_set_by_slug(session, str(form.get("problem_set") or ""))
+    if not courses.may_assign(session, access, problem_set):
+        raise Forbidden("That set belongs to a course you do not teach.")
+    score_maximum = deep_linking.max_score(session, offering, problem_set)
+    session.commit()
+    keys = key_store(settings.data_dir, settings.lti_key_grace_s)
+    answer = deep_linking.respond(
+        request.app.state.session_factory, keys, launch_id=launch_id, problem_set=problem_set,
+        score_maximum=score_maximum, launch_url=settings.public_url.rstrip("/") + "/lti/launch",
+    )  # fmt: skip
+    request.session.pop(DEEP_LINK_KEY, None)  # one answer per deep-linking launch
+    return render(request, "lti/deep_link_post.html", return_url=answer.return_url, jwt=answer.jwt)

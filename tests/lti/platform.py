@@ -358,3 +358,17 @@ class PlatformServer:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def deep_link_claims(platform: TestPlatform, *, sub: str, role: str, context: str = "ctx-dl") -> dict[str, Any]:
+    """An LtiDeepLinkingRequest as Canvas sends it from an assignment's "external tool" picker."""
+    return {
+        "sub": sub, "name": "Ada Prof", LTI + "message_type": "LtiDeepLinkingRequest",
+        LTI + "target_link_uri": platform.redirect_uris[0], LTI + "roles": [ROLE + role],
+        LTI + "context": {"id": context, "label": "ATT101", "title": "Attention and Transformers"},
+        "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings": {
+            "deep_link_return_url": f"{platform.base_url}/deep_link_return",
+            "accept_types": ["ltiResourceLink"], "accept_presentation_document_targets": ["iframe", "window"],
+            "accept_multiple": False, "data": "platform-opaque-data",
+        },
+    }  # fmt: skip

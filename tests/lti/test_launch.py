@@ -156,3 +156,24 @@ def test_a_rotated_platform_key_is_refetched(lti_client, platform, basic_set) ->
 def test_login_initiation_from_an_unknown_issuer_is_refused(lti_client) -> None:  # type: ignore[no-untyped-def]
     answer = lti_client.get("/lti/login", params={"iss": "https://nobody.example", "login_hint": "x"})
     assert answer.status_code == 401 and "Could not find registration" in answer.text
+
+
+def test_a_link_naming_a_set_the_launcher_may_not_assign_is_refused(lti_client, platform, sessions, basic_set) -> None:  # type: ignore[no-untyped-def]
+    """Moodle lets instructors edit a link's custom parameters: naming a set is not enough to get it."""
+    before = _counts(sessions)
+    stranger = moodle_claims(platform, sub="t-9", role="Instructor", link="rl-1", custom={"problem_set": "basic"})
+    posted = launch(lti_client, platform, stranger)
+    assert posted.response.status_code == 401 and "may not assign" in posted.response.text
+    assert _counts(sessions) == before
+
+
+def test_an_lti_account_has_no_password(lti_client, platform, sessions, basic_set) -> None:  # type: ignore[no-untyped-def]
+    launch(lti_client, platform, canvas_claims(platform, sub="t-1", role="Instructor", link="rl-1",
+                                               custom={"problem_set": "basic"}))  # fmt: skip
+    lti_client.cookies.clear()
+    launch(
+        lti_client, platform, canvas_claims(platform, sub="s-7", role="Learner", link="rl-1", email="s7@uni.example")
+    )
+    for password in ("", "!lti", "password1"):
+        resp = lti_client.post("/api/v1/auth/login", json={"email": "s7@uni.example", "password": password})
+        assert resp.status_code in (401, 422)
