@@ -22,7 +22,7 @@ from app.courses.models import MemberRole
 from app.courses.permissions import STAFF_ROLES, Action
 from app.deps import RowId
 from app.errors import Forbidden
-from app.lti import deep_linking, passback, roster_sync, tool
+from app.lti import deep_linking, passback, registration, roster_sync, tool
 from app.lti import provision as lti_provision
 from app.lti.adapters import DatabaseToolConf
 from app.lti.keys import key_store
@@ -118,8 +118,10 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
 def _lms_page(request: Request, session: Session, user: User, offering_id: int, notice: str = "") -> Response:
     access = access_for(session, user)
     offering = courses.get_offering(session, access, offering_id, Action.GRADEBOOK)
+    values = registration.tool_values(request.app.state.settings)
     return render(
         request, "lti/offering.html", offering=offering, rows=passback.offering_passbacks(session, offering.id),
+        values=values,
         contexts=roster_sync.contexts_of(session, offering.id), can_retry=access.can(offering.id, Action.GRADE),
         can_sync=access.can(offering.id, Action.ROSTER), notice=notice,
     )  # fmt: skip

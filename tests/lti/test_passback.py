@@ -101,6 +101,7 @@ def test_a_4xx_fails_at_once_and_an_instructor_retries(lti_client, platform, ses
     lti_client.cookies.update(teacher_cookies)
     page = lti_client.get(f"/offerings/{offering}/lti")
     assert page.status_code == 200 and "sam@uni.example" in page.text and "HTTP 400" in page.text
+    assert "http://testserver/lti/login" in page.text and "http://testserver/lti/jwks" in page.text
     token = page.text.split('name="csrf_token" value="')[1].split('"')[0]
     retried = lti_client.post(f"/offerings/{offering}/lti/passback/{row.id}/retry", data={"csrf_token": token},
                               follow_redirects=False)  # fmt: skip
