@@ -36,7 +36,7 @@ class PendingLaunch:
     """What the platform sends for the next login with this login_hint: claims, and how to spoil them."""
 
     claims: dict[str, Any]
-    tamper: str = ""  # "signature", "expired", "audience", "issuer", "deployment", "version"
+    tamper: str = ""  # "signature", "expired", "audience", "azp", "issuer", "deployment", "version"
 
 
 @dataclass
@@ -123,6 +123,8 @@ class TestPlatform:
             claims["iat"], claims["exp"] = now - 7200, now - 3600
         elif tamper == "audience":
             claims["aud"] = claims["azp"] = "some-other-tool"
+        elif tamper == "azp":  # addressed to us and another tool, authorised for the other one
+            claims["aud"], claims["azp"] = [self.client_id, "some-other-tool"], "some-other-tool"
         elif tamper == "issuer":
             claims["iss"] = "https://evil.example"
         elif tamper == "deployment":
