@@ -86,6 +86,10 @@ class CollectingCookies(CookieService):
 class SingleUseNonces(SessionService):
     """pylti1p3 only asks whether a nonce was issued; here asking consumes it, so an id_token works once."""
 
+    # Nonces, states and validated launches (personal data: the id_token's claims) live an hour, not pylti1p3's day:
+    # long enough to answer a deep link, and pruned at every login after that.
+    _launch_data_lifetime = 3600
+
     def __init__(self, request: PlainRequest, storage: DatabaseLaunchStorage) -> None:
         super().__init__(request)
         self.set_data_storage(storage)

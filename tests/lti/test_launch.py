@@ -3,11 +3,14 @@ spoiled id_token refused with a clear page and nothing written."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from sqlalchemy import func, select
 
 from app.courses.models import Course, MemberRole, Membership, MemberSource, MemberStatus
-from app.lti.models import LtiContext, LtiResourceLink, LtiUser
+from app.db import utcnow
+from app.lti.models import LtiContext, LtiLaunchState, LtiResourceLink, LtiUser
 from app.users.models import User
 from tests.lti.conftest import launch
 from tests.lti.platform import canvas_claims, moodle_claims
@@ -121,6 +124,12 @@ def test_a_replayed_id_token_is_refused(lti_client, platform, sessions, basic_se
     claims = canvas_claims(platform, sub="t-1", role="Instructor", link="rl-1", custom={"problem_set": "basic"})
     posted = launch(lti_client, platform, claims)
     assert posted.response.status_code == 303
+    with sessions() as s:  # the launch's state and claims (personal data) are kept an hour at most
+        latest = s.scalar(select(func.max(LtiLaunchState.expires_at)))
+        assert latest is not None and latest <= utcnow() + timedelta(hours=1, minutes=1)
+        assert (
+            s.scalar(select(func.count()).select_from(LtiLaunchState).where(LtiLaunchState.key.contains("nonce"))) == 0
+        )
     before = _counts(sessions)
     lti_client.cookies.clear()
     again = lti_client.post(posted.action, data={"id_token": posted.id_token, "state": posted.state})
