@@ -4,11 +4,13 @@ on 429, a regrade and a manual grade update it (PendingManual, then FullyGraded)
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
-from app.lti.models import LtiPassback
+from app.lti.models import LtiPassback, LtiResourceLink
 from tests.lti.conftest import launch
 from tests.lti.platform import canvas_claims, moodle_claims
 
@@ -136,16 +138,24 @@ def test_manual_grading_goes_pending_manual_then_fully_graded(lti_client, platfo
     assert (final["scoreGiven"], final["gradingProgress"]) == (2.5, "FullyGraded")
 
 
-def test_a_regrade_posts_the_new_score(lti_client, platform, basic_set) -> None:  # type: ignore[no-untyped-def]
+def test_a_regrade_under_a_late_penalty_posts_the_new_score(lti_client, platform, sessions, basic_set) -> None:  # type: ignore[no-untyped-def]
+    """The due date moves into the past (20 % a day); the regrade recomputes the late penalty and the LMS gets it."""
     item_url = platform.add_lineitem("Homework 1", 8.0, "rl-1")
     item = item_url.rsplit("/", 1)[1]
     _course(lti_client, platform, lineitem=item_url)
     teacher_cookies = dict(lti_client.cookies)
     _as_student(lti_client, platform, lineitem=item_url)
     sub = _submit(lti_client, "t2", {"b1": "B"})
-    _scores(lti_client, platform, item, 1)
+    assert _scores(lti_client, platform, item, 1)[0]["scoreGiven"] == 2.0
     lti_client.cookies.clear()
     lti_client.cookies.update(teacher_cookies)
+    with sessions() as s:
+        assignment_id = s.scalar(select(LtiResourceLink.assignment_id))
+    due = (datetime.now(UTC) - timedelta(days=1.5)).isoformat()
+    changed = lti_client.patch(f"/api/v1/assignments/{assignment_id}",
+                               json={"due_at": due, "late_penalty_per_day": 0.2, "max_late_days": 10})  # fmt: skip
+    assert changed.status_code == 200, changed.text
     assert lti_client.post(f"/api/v1/submissions/{sub['id']}/regrade").status_code in (200, 202)
     again = _scores(lti_client, platform, item, 2)
-    assert again[-1]["scoreGiven"] == 2.0 and again[-1]["timestamp"] > again[0]["timestamp"]
+    assert again[-1]["scoreGiven"] == pytest.approx(1.2)  # 2 points, two days late at 20 % a day
+    assert again[-1]["timestamp"] > again[0]["timestamp"]
