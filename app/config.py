@@ -82,6 +82,15 @@ class Settings(BaseSettings):
         description="the waits before each retry; after the last, a delivery is marked failed",
     )
     webhook_poll_s: float = Field(default=1.0, gt=0, description="how often the sender looks for due deliveries")
+    public_url: str = Field(
+        default="http://127.0.0.1:8000",
+        description="this service's address as browsers and LMSs reach it (the LTI URLs are built from it)",
+    )
+    lti_key_grace_s: int = Field(default=7 * 86400, ge=0, description="a rotated LTI key stays published this long")
+    lti_passback_retry_delays_s: list[float] = Field(
+        default=[10, 60, 300, 1800, 7200, 21600],
+        description="the waits before each retry of an LTI grade passback (+-20 % jitter; Retry-After wins)",
+    )
     log_format: Literal["json", "text"] = Field(
         default="json", description="json: one JSON object per line (app.logs); text: for a terminal"
     )

@@ -18,6 +18,8 @@ from app.courses.router import router as courses_router
 from app.error_format import ServerErrors, install_error_handlers, install_openapi
 from app.gradebook.router import router as gradebook_router
 from app.limits import BodySizeLimit, RefuseNul
+from app.lti.router import router as lti_router
+from app.lti.sender import PassbackSender
 from app.metrics import registry as metrics
 from app.metrics.router import router as metrics_router
 from app.problemsets.router import router as problemsets_router
@@ -59,6 +61,7 @@ def create_app(
     limiter = build_limiter(settings, runtime.session_factory)
     # Webhooks are sent where grading happens: here with embedded workers, else by `autograder worker`.
     sender = WebhookSender(settings, runtime.session_factory) if embedded else None
+    passback = PassbackSender(settings, runtime.session_factory) if embedded else None  # LMS grades, likewise
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -71,6 +74,8 @@ def create_app(
             runtime.prewarm()
             if sender is not None:
                 sender.start()
+            if passback is not None:
+                passback.start()
         try:
             yield
         finally:
@@ -78,6 +83,8 @@ def create_app(
                 pool.stop()
             if sender is not None:
                 sender.stop()
+            if passback is not None:
+                passback.stop()
             if relay is not None:
                 relay.stop()
             if outbox is not None:
@@ -100,6 +107,7 @@ def create_app(
     app.state.grade_events = grade_events
     app.state.limiter = limiter
     app.state.webhook_sender = sender
+    app.state.lti_passback = passback
     app.state.outbox = outbox
     app.state.dispatch = outbox.dispatch if outbox is not None else _dispatcher(pool)
 
@@ -139,6 +147,7 @@ def create_app(
     api.include_router(webhooks_router)
     api.include_router(offering_webhooks_router)
     api.include_router(courses_router)
+    api.include_router(lti_router)
     app.include_router(api)
     app.include_router(metrics_router)
 

@@ -2,6 +2,15 @@
 
 from app.courses.models import Assignment, Course, Membership, Offering, Override
 from app.gradebook.models import RegradeBatch
+from app.lti.models import (
+    LtiContext,
+    LtiDeployment,
+    LtiLaunchState,
+    LtiPassback,
+    LtiPlatform,
+    LtiResourceLink,
+    LtiUser,
+)
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.ratelimit.models import RateLimitCounter
 from app.submissions.models import CheckResultRow, Grade, Submission
@@ -14,6 +23,13 @@ __all__ = [
     "CheckResultRow",
     "Course",
     "Grade",
+    "LtiContext",
+    "LtiDeployment",
+    "LtiLaunchState",
+    "LtiPassback",
+    "LtiPlatform",
+    "LtiResourceLink",
+    "LtiUser",
     "Membership",
     "Offering",
     "Override",

@@ -13,6 +13,7 @@ from app.cli.common import migrated_sessions, settings_or_exit
 from app.cli.courses import assignments_app, courses_app, offerings_app, overrides_app, roster_app
 from app.cli.doctor import doctor
 from app.cli.grade import grade
+from app.cli.lti import lti_app
 from app.cli.submit import submit
 from app.cli.webhooks import webhooks_app
 
@@ -30,6 +31,7 @@ app.add_typer(roster_app, name="roster")
 app.add_typer(assignments_app, name="assignments")
 app.add_typer(overrides_app, name="overrides")
 app.add_typer(webhooks_app, name="webhooks")
+app.add_typer(lti_app, name="lti")
 app.command()(grade)
 app.command()(submit)
 app.command()(doctor)
@@ -115,6 +117,7 @@ def worker(
 
         start_http_server(settings.worker_metrics_port, settings.worker_metrics_host, registry=process_registry())
     slots = concurrency or max(1, settings.workers)
+    from app.lti.sender import PassbackSender
     from app.webhooks.sender import WebhookSender
 
     if settings.broker_url:
@@ -124,10 +127,13 @@ def worker(
         # Webhook deliveries are rows in the database: this worker sends them next to its Celery grading threads.
         engine = make_engine(settings.resolved_database_url)
         sender = WebhookSender(settings, make_session_factory(engine))
+        passback = PassbackSender(settings, make_session_factory(engine))  # LMS grades, the same way
         sender.start()
+        passback.start()
         try:
             run_worker(settings, slots)
         finally:
+            passback.stop()
             sender.stop()
             engine.dispose()
         return
@@ -149,8 +155,11 @@ def worker(
         runtime.prewarm()
         sender = WebhookSender(settings, runtime.session_factory)
         sender.start()
+        passback = PassbackSender(settings, runtime.session_factory)
+        passback.start()
         typer.echo(f"worker: {slots} slot(s) polling {settings.resolved_database_url.split('@')[-1]}")
         stop.wait()
+        passback.stop()
         sender.stop()
         pool.stop()
 

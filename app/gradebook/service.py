@@ -19,6 +19,7 @@ from app.courses.policy import policy_for
 from app.errors import Conflict, Invalid, NotFound
 from app.gradebook.attempts import EPS, best_attempts, columns, load_attempts, students
 from app.gradebook.schemas import AwaitingManual, Gradebook, GradeCell, ProblemColumn, StudentRow
+from app.lti.passback import queue_score
 from app.problemsets.service import spec_of
 from app.submissions.models import Grade, Status, Submission
 from app.users.models import User
@@ -236,6 +237,7 @@ def manual_grade(
     try:
         # Inside the try: the event's query flushes the grade's update, which is where a regrade's race shows.
         enqueue_event(session, user_id=sub.user_id, event_type="grade.manual_updated", submission_id=sub.id)
+        queue_score(session, user_id=sub.user_id, assignment_id=sub.assignment_id)  # LMS grade passback
         session.commit()
     except StaleDataError as exc:
         # A regrade finished between our read and our write and replaced the grade row: a conflict, not a 500.

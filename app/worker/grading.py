@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.courses.penalties import Penalties, grading_penalties
 from app.db import session_scope, utcnow
+from app.lti.passback import queue_score
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import loaded_version
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
@@ -107,6 +108,7 @@ class GradingJob:
             # In the grade's own transaction: a committed grade always has its webhook deliveries queued.
             event = "submission.regraded" if previous is not None else "submission.graded"
             enqueue_event(session, user_id=sub.user_id, event_type=event, submission_id=submission_id)
+            queue_score(session, user_id=sub.user_id, assignment_id=sub.assignment_id)  # LMS grade passback
         return True
 
     def _record_failure(self, submission_id: int, worker: str, message: str) -> None:

@@ -35,6 +35,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from app.config import Settings
 from app.courses.penalties import grading_penalties
 from app.db import utcnow
+from app.lti.passback import queue_score
 from app.problemsets.service import loaded_version
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
 from app.webhooks.service import enqueue_event
@@ -95,7 +96,7 @@ class InlineGrader:
         """Grade and record a submission that ``session`` just stored; False leaves it queued for the workers."""
         if not self.enabled:
             return False
-        sub_id, user_id = sub.id, sub.user_id  # a rollback expires the instance
+        sub_id, user_id, assignment_id = sub.id, sub.user_id, sub.assignment_id  # a rollback expires the instance
         start = time.perf_counter()
         try:
             loaded = loaded_version(self.settings, sub.problem_set_version)
@@ -121,6 +122,7 @@ class InlineGrader:
             connection.execute(_INSERT_GRADE, [_values(rows[-1])])
             # In the grade's own transaction, as the workers do: a committed grade always has its deliveries queued.
             enqueue_event(session, user_id=user_id, event_type="submission.graded", submission_id=sub_id)
+            queue_score(session, user_id=user_id, assignment_id=assignment_id)  # LMS grade passback
             session.commit()
         except Exception as exc:
             session.rollback()

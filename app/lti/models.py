@@ -1,0 +1,139 @@
+"""LTI rows: registered platforms and their deployments, the contexts, users and resource links they launch with,
+the short-lived login state (nonces, OIDC state) and the grade passback queue.
+
+An LMS course context maps to one offering, a resource link to one assignment, a platform user (issuer, sub) to
+one of our users. Nothing here is keyed by email.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.db import Base, UTCDateTime, utcnow
+
+
+class LtiPlatform(Base):
+    """One registration of our tool in an LMS: its issuer and the client id it gave us, and its endpoints."""
+
+    __tablename__ = "lti_platform"
+    __table_args__ = (UniqueConstraint("issuer", "client_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    issuer: Mapped[str] = mapped_column(String(500))
+    client_id: Mapped[str] = mapped_column(String(255))
+    auth_login_url: Mapped[str] = mapped_column(String(2000))
+    auth_token_url: Mapped[str] = mapped_column(String(2000))
+    # The audience of our client assertion when it is not the token URL (Moodle and Canvas: the token URL).
+    auth_audience: Mapped[str | None] = mapped_column(String(2000), nullable=True)
+    keyset_url: Mapped[str] = mapped_column(String(2000))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    deployments: Mapped[list[LtiDeployment]] = relationship(
+        back_populates="platform", cascade="all, delete-orphan", order_by="LtiDeployment.id", lazy="selectin"
+    )
+
+
+class LtiDeployment(Base):
+    __tablename__ = "lti_deployment"
+    __table_args__ = (UniqueConstraint("platform_id", "deployment_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platform.id", ondelete="CASCADE"), index=True)
+    deployment_id: Mapped[str] = mapped_column(String(255))
+
+    platform: Mapped[LtiPlatform] = relationship(back_populates="deployments")
+
+
+class LtiContext(Base):
+    """An LMS course (context) and the offering it maps to, with the service URLs its launches carried."""
+
+    __tablename__ = "lti_context"
+    __table_args__ = (UniqueConstraint("platform_id", "context_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platform.id", ondelete="CASCADE"), index=True)
+    deployment_id: Mapped[str] = mapped_column(String(255))
+    context_id: Mapped[str] = mapped_column(String(255))
+    offering_id: Mapped[int] = mapped_column(ForeignKey("offering.id", ondelete="CASCADE"), index=True)
+    title: Mapped[str] = mapped_column(String(300), default="")
+    memberships_url: Mapped[str | None] = mapped_column(String(2000), nullable=True)  # NRPS
+    lineitems_url: Mapped[str | None] = mapped_column(String(2000), nullable=True)  # AGS
+    ags_scopes: Mapped[list[str]] = mapped_column(JSON, default=list)
+    synced_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    platform: Mapped[LtiPlatform] = relationship()
+
+
+class LtiUser(Base):
+    """A platform's user (issuer, sub) linked to one of ours: the only way a launch finds an account."""
+
+    __tablename__ = "lti_user"
+    __table_args__ = (UniqueConstraint("issuer", "sub"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(500))
+    sub: Mapped[str] = mapped_column(String(255))
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class LtiResourceLink(Base):
+    """A placement of the tool in an LMS course: the assignment it opens and the AGS line item it posts to."""
+
+    __tablename__ = "lti_resource_link"
+    __table_args__ = (UniqueConstraint("context_id", "resource_link_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    context_id: Mapped[int] = mapped_column(ForeignKey("lti_context.id", ondelete="CASCADE"), index=True)
+    resource_link_id: Mapped[str] = mapped_column(String(255))
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignment.id", ondelete="CASCADE"), index=True)
+    lineitem_url: Mapped[str | None] = mapped_column(String(2000), nullable=True)
+    title: Mapped[str] = mapped_column(String(300), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    context: Mapped[LtiContext] = relationship()
+
+
+class LtiLaunchState(Base):
+    """pylti1p3's launch data storage: OIDC state, nonces (deleted when used) and validated launches, with expiry."""
+
+    __tablename__ = "lti_launch_state"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSON)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
+class LtiPassback(Base):
+    """The score of one user at one resource link, as last queued for the platform: one row per pair, updated.
+
+    ``version`` grows with every change; a sent attempt records the version it carried, so a change that lands
+    while a post is in flight is posted again (the queue is idempotent: the platform keeps the newest timestamp).
+    """
+
+    __tablename__ = "lti_passback"
+    __table_args__ = (UniqueConstraint("resource_link_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    resource_link_id: Mapped[int] = mapped_column(ForeignKey("lti_resource_link.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    # pending (waiting for next_attempt_at), sent, failed (retries exhausted; an instructor may retry)
+    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    max_score: Mapped[float] = mapped_column(Float, default=0.0)
+    activity_progress: Mapped[str] = mapped_column(String(20), default="Completed")
+    grading_progress: Mapped[str] = mapped_column(String(20), default="FullyGraded")
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    sent_version: Mapped[int] = mapped_column(Integer, default=0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True, index=True)
+    last_status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    changed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -1,0 +1,160 @@
+"""The passback job: a worker thread that posts due scores to the platforms' line items and schedules retries.
+
+The shape of app.webhooks.sender: rows are claimed with a conditional UPDATE (several senders never post one
+attempt twice), 429 and 5xx (and no answer) are retried after the next delay with +-20 % jitter or after the
+platform's Retry-After, other 4xx fail at once with the platform's message; an instructor can retry a failed row.
+A score that changed while its post was in flight is posted again (the row's version moved on).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from datetime import timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.db import session_scope, utcnow
+from app.lti.adapters import DatabaseToolConf
+from app.lti.keys import key_store
+from app.lti.models import LtiContext, LtiPassback, LtiPlatform, LtiResourceLink, LtiUser
+from app.lti.services import PlatformClient, ServiceError
+from app.webhooks.sender import MAX_RETRY_AFTER_S, _retry_after
+
+log = logging.getLogger(__name__)
+CLAIM_S = 120
+
+
+class PassbackSender:
+    def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
+        self.settings, self.session_factory = settings, session_factory
+        self.tool_conf = DatabaseToolConf(session_factory, key_store(settings.data_dir, settings.lti_key_grace_s))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="lti-passback", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(15)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                sent = self.run_once()
+            except Exception:
+                log.exception("LTI passback sender failed; trying again")
+                sent = 0
+            if not sent:
+                self._stop.wait(self.settings.webhook_poll_s)
+
+    def run_once(self, limit: int = 20) -> int:
+        """Post the due scores this sender can claim; returns how many attempts it made."""
+        with self.session_factory() as session:
+            due = list(
+                session.scalars(
+                    select(LtiPassback.id)
+                    .where(LtiPassback.status == "pending", LtiPassback.next_attempt_at <= utcnow())
+                    .order_by(LtiPassback.next_attempt_at)
+                    .limit(limit)
+                )
+            )
+        made = 0
+        for row_id in due:
+            if self._claim(row_id):
+                self._attempt(row_id)
+                made += 1
+        return made
+
+    def _claim(self, row_id: int) -> bool:
+        now = utcnow()
+        with session_scope(self.session_factory) as session:
+            result = session.execute(
+                update(LtiPassback)
+                .where(LtiPassback.id == row_id, LtiPassback.status == "pending", LtiPassback.next_attempt_at <= now)
+                .values(next_attempt_at=now + timedelta(seconds=CLAIM_S))
+            )
+            return bool(getattr(result, "rowcount", 0) == 1)
+
+    def _attempt(self, row_id: int) -> None:
+        with self.session_factory() as session:
+            row = session.get(LtiPassback, row_id)
+            assert row is not None
+            link = session.get(LtiResourceLink, row.resource_link_id)
+            assert link is not None
+            ctx = session.get(LtiContext, link.context_id)
+            assert ctx is not None
+            platform = session.get(LtiPlatform, ctx.platform_id)
+            assert platform is not None
+            sub = session.scalar(
+                select(LtiUser.sub).where(LtiUser.issuer == platform.issuer, LtiUser.user_id == row.user_id)
+            )
+            version = row.version
+            score = {
+                "userId": sub, "scoreGiven": row.score, "scoreMaximum": row.max_score,
+                "activityProgress": row.activity_progress, "gradingProgress": row.grading_progress,
+                # AGS keeps the score with the newest timestamp: the time of the change, not of the attempt.
+                "timestamp": row.changed_at.isoformat(timespec="microseconds"),
+            }  # fmt: skip
+            if row.grading_progress != "FullyGraded" and not row.score:
+                score.pop("scoreGiven")  # nothing to show yet: not a 0
+            lineitem, lineitems = link.lineitem_url, ctx.lineitems_url
+            label, link_ref, max_score = link.title or "autograder", link.resource_link_id, row.max_score
+            client = PlatformClient(platform, self.tool_conf)
+        status: int | None = None
+        error: str | None = None
+        retry_after: float | None = None
+        try:
+            if sub is None:
+                raise ServiceError("the user has no LMS identity on this platform any more", 404)
+            if lineitem is None:
+                if not lineitems:
+                    raise ServiceError("the LMS gave no line item and no line items URL for this link", 404)
+                lineitem = client.create_lineitem(
+                    lineitems, label=label, score_maximum=max_score or 1.0, resource_link_id=link_ref
+                )
+                with session_scope(self.session_factory) as session:
+                    session.execute(
+                        update(LtiResourceLink).where(LtiResourceLink.id == link.id).values(lineitem_url=lineitem)
+                    )
+            status = client.post_score(lineitem, score)
+        except ServiceError as exc:
+            status, error, retry_after = exc.status, str(exc)[:2000], _retry_after(exc.retry_after)
+        finally:
+            client.close()
+        self._record(row_id, version, status, error, retry_after)
+
+    def _record(
+        self, row_id: int, version: int, status: int | None, error: str | None, retry_after: float | None
+    ) -> None:
+        with session_scope(self.session_factory) as session:
+            row = session.get(LtiPassback, row_id, with_for_update=True)
+            assert row is not None
+            row.attempts += 1
+            row.last_status_code, row.last_error = status, error
+            if error is None:
+                row.sent_version, row.sent_at = version, utcnow()
+                changed = row.version != version  # a newer score was queued while this one was in flight
+                row.status, row.next_attempt_at = ("pending", utcnow()) if changed else ("sent", None)
+                outcome = "sent"
+            elif (status is None or status == 429 or status >= 500) and row.attempts <= len(
+                self.settings.lti_passback_retry_delays_s
+            ):
+                delay = self.settings.lti_passback_retry_delays_s[row.attempts - 1] * random.uniform(0.8, 1.2)  # noqa: S311 (jitter)
+                if retry_after is not None:
+                    delay = min(max(retry_after, 0.0), MAX_RETRY_AFTER_S)
+                row.next_attempt_at = utcnow() + timedelta(seconds=delay)
+                outcome = "retrying"
+            else:
+                row.status, row.next_attempt_at = "failed", None
+                outcome = "failed"
+        log.info(
+            "LTI passback %s attempt: %s", row_id, outcome,
+            extra={"fields": {"event": "lti_passback", "passback_id": row_id, "status": status, "outcome": outcome}},
+        )  # fmt: skip

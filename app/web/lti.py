@@ -1,0 +1,206 @@
+"""The LTI 1.3 browser endpoints: the tool's JWKS, OIDC login initiation and the launch (app/lti does the work).
+
+The platform reaches these from the user's browser: login initiation is a GET or POST from the LMS, the launch a
+cross-site form POST carrying the signed id_token (so no CSRF token of ours: the id_token, its nonce and the state
+cookie set at login are what authenticate it). The blocking work (database, the platform's keyset over HTTP) runs
+in FastAPI's worker threads, never on the event loop: these handlers are plain functions.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse, RedirectResponse
+from sqlalchemy.orm import Session
+from starlette.background import BackgroundTask
+
+from app.courses import service as courses
+from app.courses.access import access_for
+from app.courses.models import MemberRole
+from app.courses.permissions import STAFF_ROLES, Action
+from app.deps import RowId
+from app.errors import Forbidden
+from app.lti import deep_linking, passback, registration, roster_sync, tool
+from app.lti import provision as lti_provision
+from app.lti.adapters import DatabaseToolConf
+from app.lti.keys import key_store
+from app.users.models import User
+from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings, rotate_csrf
+from app.web.page_route import WebRoute
+from app.web.rendering import render
+
+log = logging.getLogger(__name__)
+DEEP_LINK_KEY = "lti_deep_link"
+router = APIRouter(route_class=WebRoute, tags=["lti"])
+
+
+async def lti_params(request: Request) -> dict[str, str]:
+    """The query string and, on a POST, the form: platforms use either for login initiation."""
+    params = {k: v for k, v in request.query_params.items()}
+    if request.method == "POST":
+        form = await request.form()
+        params.update({k: v for k, v in form.items() if isinstance(v, str)})
+    return params
+
+
+Params = Annotated[dict[str, str], Depends(lti_params)]
+
+
+def _secure(request: Request) -> bool:
+    return request.url.scheme == "https"
+
+
+@router.get("/lti/jwks", summary="The tool's public keys (JWKS) that platforms verify our signatures with")
+def jwks(settings: WebSettings) -> Response:
+    """The current key and any rotated one still in its grace period."""
+    keys = key_store(settings.data_dir, settings.lti_key_grace_s)
+    return JSONResponse(keys.jwks(), headers={"Cache-Control": "public, max-age=300"})
+
+
+@router.api_route("/lti/login", methods=["GET", "POST"], summary="OIDC third-party login initiation")
+def login(request: Request, params: Params, settings: WebSettings) -> Response:
+    """Check the platform is registered, keep a nonce and a state, send the browser to the platform's auth URL."""
+    keys = key_store(settings.data_dir, settings.lti_key_grace_s)
+    launch_url = settings.public_url.rstrip("/") + "/lti/launch"
+    redirect = tool.login_redirect(
+        request.app.state.session_factory, keys, params=params, cookies=request.cookies, secure=_secure(request),
+        launch_url=launch_url,
+    )  # fmt: skip
+    response = RedirectResponse(redirect.url, status_code=302)
+    for c in redirect.cookies:
+        # The launch comes back as a cross-site POST: over HTTPS the state cookie must be SameSite=None to travel.
+        response.set_cookie(
+            c.name, c.value, max_age=c.max_age, path="/", httponly=True, secure=c.secure,
+            samesite="none" if c.secure else "lax",
+        )  # fmt: skip
+    return response
+
+
+@router.post("/lti/launch", summary="The LTI launch: validate the id_token, provision, land on the assignment")
+def launch(request: Request, params: Params, session: WebSession, settings: WebSettings) -> Response:
+    """A refused launch is an error page (401) and a log line, with nothing written."""
+    keys = key_store(settings.data_dir, settings.lti_key_grace_s)
+    claims = tool.validate_launch(
+        request.app.state.session_factory, keys, params=params, cookies=request.cookies, secure=_secure(request)
+    )
+    done = lti_provision.provision(session, claims)
+    session.commit()  # now: the roster sync below runs after the response, in a session of its own
+    request.session.clear()  # a fresh session: nothing from before the launch carries over (session fixation)
+    request.session["user_id"] = done.user.id
+    rotate_csrf(request)
+    log.info(
+        "LTI launch of user %s into offering %s", done.user.id, done.context.offering_id,
+        extra={"fields": {"event": "lti_launch", "user_id": done.user.id, "offering_id": done.context.offering_id,
+                          "role": done.membership.role, "message_type": claims.message_type}},
+    )  # fmt: skip
+    if claims.message_type == lti_provision.DEEP_LINKING:
+        # Bound to this browser's new session: only the instructor who launched may answer this deep link.
+        request.session[DEEP_LINK_KEY] = {"launch": claims.launch_id, "offering": done.context.offering_id}
+        return RedirectResponse("/lti/deep-link", status_code=303)
+    target = f"/offerings/{done.context.offering_id}"
+    if done.assignment is not None:
+        target = f"/sets/{done.assignment.problem_set.slug}?offering={done.context.offering_id}"
+    response = RedirectResponse(target, status_code=303)
+    if MemberRole(done.membership.role) in STAFF_ROLES and done.context.memberships_url:
+        # A staff launch refreshes the roster, after the response (the instructor does not wait for the LMS).
+        factory = request.app.state.session_factory
+        response.background = BackgroundTask(
+            roster_sync.sync_in_background, factory, DatabaseToolConf(factory, keys), done.context.offering_id
+        )
+    return response
+
+
+# --- the instructor's LMS page of an offering: grade passback state, retry, roster sync ----------------------------
+
+
+def _lms_page(request: Request, session: Session, user: User, offering_id: int, notice: str = "") -> Response:
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id, Action.GRADEBOOK)
+    values = registration.tool_values(request.app.state.settings)
+    return render(
+        request, "lti/offering.html", offering=offering, rows=passback.offering_passbacks(session, offering.id),
+        values=values,
+        contexts=roster_sync.contexts_of(session, offering.id), can_retry=access.can(offering.id, Action.GRADE),
+        can_sync=access.can(offering.id, Action.ROSTER), notice=notice,
+    )  # fmt: skip
+
+
+@router.get("/offerings/{offering_id}/lti")
+def lms_page(request: Request, offering_id: RowId, user: WebInstructor, session: WebSession) -> Response:
+    """Each student's grade passback (state, attempts, last error) and the linked LMS courses (staff)."""
+    return _lms_page(request, session, user, offering_id)
+
+
+@router.post("/offerings/{offering_id}/lti/passback/{passback_id}/retry")
+def retry_passback(
+    request: Request, offering_id: RowId, passback_id: RowId, form: CheckedForm, user: WebInstructor,
+    session: WebSession,
+) -> Response:  # fmt: skip
+    """Send a student's score to the LMS again now (instructors and TAs)."""
+    access = access_for(session, user)
+    courses.get_offering(session, access, offering_id, Action.GRADE)
+    passback.retry(session, passback.passback_in(session, offering_id, passback_id))
+    session.commit()
+    return RedirectResponse(f"/offerings/{offering_id}/lti", status_code=303)
+
+
+@router.post("/offerings/{offering_id}/lti/sync")
+def sync_roster(
+    request: Request, offering_id: RowId, form: CheckedForm, user: WebInstructor, session: WebSession,
+    settings: WebSettings,
+) -> Response:  # fmt: skip
+    """Fetch the roster from the LMS (NRPS, every page) and apply it (instructors)."""
+    access = access_for(session, user)
+    courses.get_offering(session, access, offering_id, Action.ROSTER)
+    keys = key_store(settings.data_dir, settings.lti_key_grace_s)
+    result = roster_sync.sync_offering(session, DatabaseToolConf(request.app.state.session_factory, keys), offering_id)
+    session.commit()
+    notice = f"Roster synced: {result.added} added, {result.updated} updated, {result.dropped} dropped."
+    return _lms_page(request, session, user, offering_id, notice=notice)
+
+
+# --- deep linking: the instructor picks a set inside the LMS ------------------------------------------------------
+
+
+def _deep_link_state(request: Request) -> tuple[str, int]:
+    state = request.session.get(DEEP_LINK_KEY)
+    if (
+        not isinstance(state, dict)
+        or not isinstance(state.get("launch"), str)
+        or not isinstance(state.get("offering"), int)
+    ):
+        raise tool.LaunchRefused("no deep-linking launch in this session; open the tool from the LMS again")
+    return state["launch"], state["offering"]
+
+
+@router.get("/lti/deep-link")
+def deep_link_page(request: Request, user: WebInstructor, session: WebSession) -> Response:
+    """The sets this instructor may put into the LMS course."""
+    _, offering_id = _deep_link_state(request)
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id, Action.ASSIGNMENTS)
+    return render(request, "lti/deep_link.html", offering=offering, sets=deep_linking.choices(session, access))
+
+
+@router.post("/lti/deep-link")
+def deep_link_answer(
+    request: Request, form: CheckedForm, user: WebInstructor, session: WebSession, settings: WebSettings
+) -> Response:
+    """Assign the chosen set and send the LMS the signed deep-linking response (an auto-posting form)."""
+    launch_id, offering_id = _deep_link_state(request)
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id, Action.ASSIGNMENTS)
+    problem_set = courses.problem_set_by_slug(session, str(form.get("problem_set") or ""))
+    if not courses.may_assign(session, access, problem_set):
+        raise Forbidden("That set belongs to a course you do not teach.")
+    score_maximum = deep_linking.max_score(session, offering, problem_set)
+    session.commit()
+    keys = key_store(settings.data_dir, settings.lti_key_grace_s)
+    answer = deep_linking.respond(
+        request.app.state.session_factory, keys, launch_id=launch_id, problem_set=problem_set,
+        score_maximum=score_maximum, launch_url=settings.public_url.rstrip("/") + "/lti/launch",
+    )  # fmt: skip
+    request.session.pop(DEEP_LINK_KEY, None)  # one answer per deep-linking launch
+    return render(request, "lti/deep_link_post.html", return_url=answer.return_url, jwt=answer.jwt)
