@@ -85,10 +85,18 @@ def log_in(session: Session, cookie: MutableMapping[str, Any], *, email: str, pa
     """
     user = authenticate(session, email=email, password=password) if email and password else None
     if user is not None:
-        cookie.clear()
-        cookie["user_id"] = user.id
-        cookie[_AUTH_KEY] = _session_auth(user)
+        start_session(cookie, user)
     return user
+
+
+def start_session(cookie: MutableMapping[str, Any], user: User) -> None:
+    """A fresh cookie session for a user whose identity was just proven (a password, an LTI launch, an invitation).
+
+    Nothing set before carries over (session fixation), and the session ends when the password changes.
+    """
+    cookie.clear()
+    cookie["user_id"] = user.id
+    cookie[_AUTH_KEY] = _session_auth(user)
 
 
 def _session_auth(user: User) -> str:

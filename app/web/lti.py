@@ -27,6 +27,7 @@ from app.lti import provision as lti_provision
 from app.lti.adapters import DatabaseToolConf
 from app.lti.keys import key_store
 from app.users.models import User
+from app.users.service import start_session
 from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings, rotate_csrf
 from app.web.page_route import WebRoute
 from app.web.rendering import render
@@ -87,8 +88,7 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
     )
     done = lti_provision.provision(session, claims)
     session.commit()  # now: the roster sync below runs after the response, in a session of its own
-    request.session.clear()  # a fresh session: nothing from before the launch carries over (session fixation)
-    request.session["user_id"] = done.user.id
+    start_session(request.session, done.user)  # nothing from before the launch carries over (session fixation)
     rotate_csrf(request)
     log.info(
         "LTI launch of user %s into offering %s", done.user.id, done.context.offering_id,
