@@ -4,7 +4,7 @@ from app.courses.models import Assignment, Course, Membership, Offering, Overrid
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.ratelimit.models import RateLimitCounter
 from app.submissions.models import CheckResultRow, Grade, Submission
-from app.users.models import ApiToken, User
+from app.users.models import ApiToken, Invitation, User
 from app.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "CheckResultRow",
     "Course",
     "Grade",
+    "Invitation",
     "Membership",
     "Offering",
     "Override",

@@ -111,6 +111,14 @@ class MemberPublic(BaseModel):
     section: str
 
 
+class InvitationPublic(BaseModel):
+    email: str
+    expires_at: datetime
+    mailed: bool = Field(description="true: mailed through AUTOGRADER_SMTP_*; false: pass `link` on yourself")
+    link: str | None = Field(description="the one-time set-password link, when it was not mailed (shown once)")
+    mail_error: str | None = Field(None, description="why mailing failed, when it was tried")
+
+
 class RosterRowPublic(BaseModel):
     line: int
     email: str

@@ -20,8 +20,9 @@ from app.courses.schemas import Policy
 from app.deps import RowId
 from app.errors import DomainError, Forbidden, Invalid
 from app.problemsets.models import ProblemSet
+from app.users import invitations
 from app.users.models import User
-from app.web.deps import CheckedForm, WebSession, WebUser
+from app.web.deps import CheckedForm, MaybeUser, WebSession, WebSettings, WebUser, rotate_csrf
 from app.web.page_route import WebRoute
 from app.web.rendering import render
 
@@ -214,6 +215,61 @@ async def import_roster(
     return _roster_page(
         request, session, access, offering, preview=result, csv_text=data.decode("utf-8-sig"), drop=drop
     )
+
+
+@router.post("/offerings/{offering_id}/members/{member_id}/invite")
+def invite_member(
+    request: Request,
+    offering_id: RowId,
+    member_id: RowId,
+    form: CheckedForm,
+    user: WebUser,
+    session: WebSession,
+    settings: WebSettings,
+) -> Response:
+    """A one-time set-password link for an invited member: mailed with SMTP configured, else shown here once."""
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id, Action.ROSTER)
+    member = courses.get_member(session, offering, member_id)
+    sent = invitations.invite(session, settings, member, base_url=str(request.base_url), title=offering.title)
+    return _roster_page(request, session, access, offering, invited=sent)
+
+
+# --- invitations: set a password -----------------------------------------------------------------------------------
+
+
+def _invite_page(
+    request: Request, session: WebSession, user: User | None, token: str, status: int = 200, **extra: Any
+) -> Response:
+    if user is not None:
+        # Whoever is logged in here is not the invited person (they have no account yet): never mix the two.
+        raise Forbidden(f"You are logged in as {user.email}; this link is for someone without an account. Log out "
+                        "first, or pass the link on to the person it was made for.")  # fmt: skip
+    _, member = invitations.pending(session, token)
+    return render(request, "courses/invite.html", status, email=member.email, token=token, **extra)
+
+
+@router.get("/invite/{token}")
+def invite_page(request: Request, token: str, user: MaybeUser, session: WebSession) -> Response:
+    """The set-password form of a one-time invitation link (410 for a used, expired or unknown one)."""
+    return _invite_page(request, session, user, token[:100])
+
+
+@router.post("/invite/{token}")
+def accept_invite(request: Request, token: str, form: CheckedForm, user: MaybeUser, session: WebSession) -> Response:
+    """Set the password: the account is created, the roster rows become active, the link is used up."""
+    token = token[:100]
+    _invite_page(request, session, user, token)  # the same refusals as the form's page
+    try:
+        made = invitations.accept(
+            session, token, password=str(form.get("password") or ""), confirm=str(form.get("confirm") or "")
+        )
+    except Invalid as exc:
+        session.rollback()
+        return _invite_page(request, session, user, token, 422, error=exc.message)
+    session.commit()
+    rotate_csrf(request)
+    return render(request, "login.html", next="/courses", email=made.email, notice="Your password is set. Log in.")
 
 
 # --- assignment settings and overrides -----------------------------------------------------------------------------
