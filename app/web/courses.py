@@ -19,6 +19,7 @@ from app.courses.permissions import Action
 from app.courses.schemas import Policy
 from app.deps import RowId
 from app.errors import DomainError, Forbidden, Invalid
+from app.gradebook.row import student_row
 from app.problemsets.models import ProblemSet
 from app.users import invitations
 from app.users.models import User
@@ -233,6 +234,33 @@ def invite_member(
     member = courses.get_member(session, offering, member_id)
     sent = invitations.invite(session, settings, member, base_url=str(request.base_url), title=offering.title)
     return _roster_page(request, session, access, offering, invited=sent)
+
+
+# --- a student's row of the gradebook ------------------------------------------------------------------------------
+
+
+def _row_page(request: Request, session: WebSession, user: User, offering_id: int, user_id: int) -> Response:
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id)
+    member, rows = student_row(session, access, offering, user_id=user_id)
+    return render(request, "courses/grades.html", offering=offering, member=member, rows=rows,
+                  own=user_id == user.id)  # fmt: skip
+
+
+@router.get("/offerings/{offering_id}/grades")
+def my_grades(request: Request, offering_id: RowId, user: WebUser, session: WebSession) -> Response:
+    """Your own row of the gradebook: each assignment's problems with your counted score (as released) and your
+    submissions."""
+    return _row_page(request, session, user, offering_id, user.id)
+
+
+@router.get("/offerings/{offering_id}/grades/{user_id}")
+def student_grades(
+    request: Request, offering_id: RowId, user_id: RowId, user: WebUser, session: WebSession
+) -> Response:
+    """One student's row with each of their submissions (staff who may read submissions; 403 for another student,
+    404 outside the offering)."""
+    return _row_page(request, session, user, offering_id, user_id)
 
 
 # --- invitations: set a password -----------------------------------------------------------------------------------
