@@ -167,8 +167,14 @@ def check_problem_policies(policies: dict[str, Any]) -> None:
         if not isinstance(settings, dict) or set(settings) - _PROBLEM_KEYS:
             raise Invalid(f"{where}: allowed keys are {sorted(_PROBLEM_KEYS)}", field="problem_policies")
         attempts = settings.get("max_attempts")
-        if attempts is not None and (not isinstance(attempts, int) or attempts < 1):
+        if attempts is not None and (not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1):
             raise Invalid(f"{where}.max_attempts must be a whole number of at least 1", field="problem_policies")
+        cooldown = settings.get("cooldown_s", 0)
+        if not isinstance(cooldown, int) or isinstance(cooldown, bool) or not 0 <= cooldown <= 7 * 86400:
+            raise Invalid(f"{where}.cooldown_s is whole seconds, 0 to 604800", field="problem_policies")
+        decay = settings.get("decay_per_attempt", 0.0)
+        if not isinstance(decay, int | float) or isinstance(decay, bool) or not 0.0 <= decay <= 1.0:
+            raise Invalid(f"{where}.decay_per_attempt is a fraction between 0 and 1", field="problem_policies")
         if "counts" in settings and settings["counts"] not in set(Counts):
             raise Invalid(f"{where}.counts must be best or last", field="problem_policies")
         release = settings.get("release", {})

@@ -318,11 +318,48 @@ def _settings_page(
         releases=RELEASES,
         counts=[c.value for c in Counts],
         members=members,
+        problems=[(p["id"], p.get("title", p["id"])) for p in courses.version_of(session, assignment).spec["problems"]],
+        per_problem=PER_PROBLEM,
         can_edit=access.can(offering.id, Action.ASSIGNMENTS),
         can_override=access.can(offering.id, Action.OVERRIDES),
         local=_to_local,
         **extra,
     )
+
+
+# The per-problem settings the page offers (form fields "problem.<id>.<key>"; blank: the assignment's).
+PER_PROBLEM = (
+    ("max_attempts", "attempts"),
+    ("cooldown_s", "cooldown (s)"),
+    ("decay_per_attempt", "decay"),
+    ("counts", "counts"),
+    ("scores", "scores"),
+    ("feedback", "feedback"),
+    ("explanation", "explanation"),
+    ("answer_key", "answer key"),
+)
+
+
+def _problem_policies(form: FormData, problem_ids: list[str]) -> dict[str, Any]:
+    """The per-problem table of the form as ``problem_policies``; blank cells inherit (checked by the service)."""
+    out: dict[str, Any] = {}
+    for pid in problem_ids:
+        entry: dict[str, Any] = {}
+        for key, _ in PER_PROBLEM:
+            text = _text(form, f"problem.{pid}.{key}")
+            if not text:
+                continue
+            if key in ("max_attempts", "cooldown_s"):
+                entry[key] = int(text)
+            elif key == "decay_per_attempt":
+                entry[key] = float(text)
+            elif key == "counts":
+                entry[key] = text
+            else:
+                entry.setdefault("release", {})[key] = text
+        if entry:
+            out[pid] = entry
+    return out
 
 
 # Blank fields: None means "unlimited" or "the set's own policy".
@@ -360,6 +397,9 @@ def save_settings(
             else:
                 raw[key] = text
         policy = Policy.model_validate(raw).model_dump(exclude={"pinned_version", "problem_policies"})
+        problem_ids = [p["id"] for p in courses.version_of(session, assignment).spec["problems"]]
+        if _text(form, "per_problem") == "shown":  # the table was on the page (an older form leaves them alone)
+            policy["problem_policies"] = _problem_policies(form, problem_ids)
         courses.update_assignment(session, assignment, **policy)
     except (ValueError, DomainError) as exc:
         session.rollback()
