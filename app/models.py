@@ -1,6 +1,6 @@
 """Imports every domain's models so that Base.metadata is complete (for Alembic and tests)."""
 
-from app.courses.models import Assignment, Course, Membership, Offering, Override
+from app.courses.models import Assignment, AssignmentStart, Course, Membership, Offering, Override
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.ratelimit.models import RateLimitCounter
 from app.submissions.models import CheckResultRow, Grade, Submission
@@ -10,6 +10,7 @@ from app.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 __all__ = [
     "ApiToken",
     "Assignment",
+    "AssignmentStart",
     "CheckResultRow",
     "Course",
     "Grade",

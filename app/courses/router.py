@@ -38,6 +38,7 @@ from app.courses.schemas import (
     RosterRowPublic,
 )
 from app.deps import PrincipalDep, RowId, SessionDep, SettingsDep
+from app.error_format import error_responses
 from app.errors import Forbidden, Invalid, NotFound
 from app.gradebook import service as gradebook
 from app.gradebook.schemas import Gradebook
@@ -200,7 +201,10 @@ def update_member(
 
 
 @router.post(
-    "/offerings/{offering_id}/members/{member_id}/invitation", response_model=InvitationPublic, status_code=201
+    "/offerings/{offering_id}/members/{member_id}/invitation",
+    response_model=InvitationPublic,
+    status_code=201,
+    responses=error_responses(409),
 )
 def invite_member(
     offering_id: RowId,

@@ -42,6 +42,7 @@ POLICY_KEYS = (
     "release_feedback",
     "release_explanation",
     "release_answer_key",
+    "time_limit_min",
 )
 
 
@@ -363,7 +364,7 @@ def _problem_policies(form: FormData, problem_ids: list[str]) -> dict[str, Any]:
 
 
 # Blank fields: None means "unlimited" or "the set's own policy".
-_INTS: dict[str, int | None] = {"max_attempts": None, "max_late_days": None, "cooldown_s": 0}
+_INTS: dict[str, int | None] = {"max_attempts": None, "max_late_days": None, "cooldown_s": 0, "time_limit_min": None}
 _FLOATS: dict[str, float | None] = {"late_penalty_per_day": None, "decay_per_attempt": 0.0}
 
 
@@ -427,7 +428,7 @@ def add_override(
             due_at=_local(_text(form, "due_at"), assignment.offering.time_zone),
             late_penalty_per_day=None,
             extra_attempts=int(_text(form, "extra_attempts") or 0),
-            time_multiplier=1.0,
+            time_multiplier=_multiplier(_text(form, "time_multiplier")),
             note=_text(form, "note")[:300],
         )
     except (ValueError, DomainError) as exc:
@@ -436,6 +437,13 @@ def add_override(
         return _settings_page(request, session, access, assignment_id, 422, override_error=message)
     session.commit()
     return RedirectResponse(f"/assignments/{assignment_id}/settings", status_code=303)
+
+
+def _multiplier(text: str) -> float:
+    value = float(text) if text else 1.0
+    if not 1.0 <= value <= 10.0:
+        raise Invalid("The time multiplier is between 1 and 10 (1.5: half as much time again).")
+    return value
 
 
 # --- joining -------------------------------------------------------------------------------------------------------
