@@ -267,13 +267,17 @@ def student_grades(
 # --- invitations: set a password -----------------------------------------------------------------------------------
 
 
-def _invite_page(
-    request: Request, session: WebSession, user: User | None, token: str, status: int = 200, **extra: Any
-) -> Response:
+def _not_logged_in(user: User | None) -> None:
     if user is not None:
         # Whoever is logged in here is not the invited person (they have no account yet): never mix the two.
         raise Forbidden(f"You are logged in as {user.email}; this link is for someone without an account. Log out "
                         "first, or pass the link on to the person it was made for.")  # fmt: skip
+
+
+def _invite_page(
+    request: Request, session: WebSession, user: User | None, token: str, status: int = 200, **extra: Any
+) -> Response:
+    _not_logged_in(user)
     _, member = invitations.pending(session, token)
     return render(request, "courses/invite.html", status, email=member.email, token=token, **extra)
 
@@ -288,7 +292,7 @@ def invite_page(request: Request, token: str, user: MaybeUser, session: WebSessi
 def accept_invite(request: Request, token: str, form: CheckedForm, user: MaybeUser, session: WebSession) -> Response:
     """Set the password: the account is created, the roster rows become active, the link is used up."""
     token = token[:100]
-    _invite_page(request, session, user, token)  # the same refusals as the form's page
+    _not_logged_in(user)  # accept() refuses a used, expired, unknown or taken link
     try:
         made = invitations.accept(
             session, token, password=str(form.get("password") or ""), confirm=str(form.get("confirm") or "")
