@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from app.courses.models import Assignment, Counts, Membership, Override, Release
-from app.errors import DomainError, Invalid
+from app.errors import DomainError, Forbidden, Invalid
 from graders.model import ProblemSetSpec
 
 DAY = timedelta(days=1)
@@ -36,6 +36,10 @@ class TooManyAttempts(DomainError):
             },
         )
         self.retry_after = retry_after
+
+
+class Closed(Forbidden):
+    """Past the student's deadline (due date or end of their time) and the late days allowed: nothing is stored."""
 
 
 class InvalidFormat(Invalid):

@@ -14,9 +14,9 @@ from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.models import Assignment
 from app.courses.permissions import Action
-from app.courses.policy import InvalidFormat, policy_for
+from app.courses.policy import Closed, InvalidFormat, policy_for
 from app.db import utcnow
-from app.errors import Conflict, Forbidden, Invalid, NotFound
+from app.errors import Conflict, Invalid, NotFound
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.service import loaded_version
 from app.submissions.allocation import store_next_attempt
@@ -77,11 +77,11 @@ def create(
         deadline = policy.deadline.astimezone(UTC) if policy.deadline else None
         if policy.time_ends_at is not None and policy.deadline == policy.time_ends_at:
             limit = assignment.time_limit_min
-            raise Forbidden(
+            raise Closed(
                 f"your time at problem set {problem_set!r} ended at {deadline:%Y-%m-%d %H:%M} UTC "
                 f"(a time limit of {limit} minutes from when you first opened it)"
             )
-        raise Forbidden(f"problem set {problem_set!r} is closed: it was due {deadline:%Y-%m-%d %H:%M} UTC")
+        raise Closed(f"problem set {problem_set!r} is closed: it was due {deadline:%Y-%m-%d %H:%M} UTC")
 
     def make(attempt: int) -> Submission:
         return Submission(

@@ -112,3 +112,4 @@ def test_timed_settings_and_the_clock_on_the_pages(client, sessions, world: Worl
     answers = {"csrf_token": csrf_of(page), "offering": str(world.a), "answer.b1": "encoder", "answer.b2": "31"}
     resp = alice.post("/sets/basic/problems/t1", data=answers)
     assert resp.status_code == 403 and "your time at problem set" in resp.text
+    assert 'value="encoder"' in resp.text  # back on the set page, the answers as typed
