@@ -91,6 +91,14 @@ class Settings(BaseSettings):
         default=[10, 60, 300, 1800, 7200, 21600],
         description="the waits before each retry of an LTI grade passback (+-20 % jitter; Retry-After wins)",
     )
+    smtp_host: str | None = Field(default=None, description="mail invitations through this server; none: show links")
+    smtp_port: int = Field(default=587, ge=1, le=65535)
+    smtp_from: str = Field(default="autograder@localhost", description="the From: of invitation mails")
+    smtp_user: str | None = Field(default=None, description="log in to the SMTP server as this user")
+    smtp_password: SecretStr | None = None
+    smtp_starttls: bool = Field(default=True, description="upgrade the connection with STARTTLS before sending")
+    smtp_timeout_s: float = Field(default=10.0, gt=0, le=120)
+    invitation_valid_days: int = Field(default=7, ge=1, le=90, description="an invitation link expires after this")
     log_format: Literal["json", "text"] = Field(
         default="json", description="json: one JSON object per line (app.logs); text: for a terminal"
     )

@@ -1,6 +1,6 @@
 """Imports every domain's models so that Base.metadata is complete (for Alembic and tests)."""
 
-from app.courses.models import Assignment, Course, Membership, Offering, Override
+from app.courses.models import Assignment, AssignmentStart, Course, Membership, Offering, Override
 from app.gradebook.models import RegradeBatch
 from app.lti.models import (
     LtiContext,
@@ -14,15 +14,17 @@ from app.lti.models import (
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.ratelimit.models import RateLimitCounter
 from app.submissions.models import CheckResultRow, Grade, Submission
-from app.users.models import ApiToken, User
+from app.users.models import ApiToken, Invitation, User
 from app.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
     "ApiToken",
     "Assignment",
+    "AssignmentStart",
     "CheckResultRow",
     "Course",
     "Grade",
+    "Invitation",
     "LtiContext",
     "LtiDeployment",
     "LtiLaunchState",

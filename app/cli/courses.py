@@ -143,6 +143,7 @@ def _policy(
     release_feedback: Release | None,
     release_explanation: Release | None,
     release_answer_key: Release | None,
+    time_limit: int | None = None,
 ) -> dict[str, Any]:
     values = {
         "open_at": _when(open_at),
@@ -155,6 +156,7 @@ def _policy(
         "release_feedback": release_feedback,
         "release_explanation": release_explanation,
         "release_answer_key": release_answer_key,
+        "time_limit_min": time_limit,
     }
     return {k: v for k, v in values.items() if v is not None}
 
@@ -166,6 +168,7 @@ CooldownOpt = Annotated[int | None, typer.Option(help="seconds between attempts"
 DecayOpt = Annotated[float | None, typer.Option(help="fraction lost per attempt after the first")]
 CountsOpt = Annotated[Counts | None, typer.Option(help="best or last")]
 ReleaseOpt = Annotated[Release | None, typer.Option(help=_POLICY_HELP["release"])]
+TimeLimitOpt = Annotated[int | None, typer.Option(help="minutes from each student's first open (timed)")]
 
 
 @assignments_app.command("add")
@@ -182,6 +185,7 @@ def add_assignment(
     release_feedback: ReleaseOpt = None,
     release_explanation: ReleaseOpt = None,
     release_answer_key: ReleaseOpt = None,
+    time_limit: TimeLimitOpt = None,
 ) -> None:
     """Assign a loaded set in an offering with its dates and policies."""
     policy = _policy(
@@ -195,6 +199,7 @@ def add_assignment(
         release_feedback,
         release_explanation,
         release_answer_key,
+        time_limit,
     )
     with migrated_sessions(settings_or_exit())() as session:
         try:
@@ -221,6 +226,7 @@ def set_assignment(
     release_feedback: ReleaseOpt = None,
     release_explanation: ReleaseOpt = None,
     release_answer_key: ReleaseOpt = None,
+    time_limit: TimeLimitOpt = None,
 ) -> None:
     """Change an assignment's dates or policies (only the options given)."""
     policy = _policy(
@@ -234,6 +240,7 @@ def set_assignment(
         release_feedback,
         release_explanation,
         release_answer_key,
+        time_limit,
     )
     with migrated_sessions(settings_or_exit())() as session:
         try:
@@ -252,7 +259,7 @@ def list_assignments(offering: Annotated[int, typer.Argument(help="the offering 
         for a in session.scalars(select(Assignment).where(Assignment.offering_id == offering).order_by(Assignment.id)):
             typer.echo(
                 f"{a.id} {a.problem_set.slug}: due {a.due_at or '-'}, attempts {a.max_attempts or 'unlimited'}, "
-                f"answer key {a.release_answer_key}"
+                f"answer key {a.release_answer_key}" + (f", timed {a.time_limit_min} min" if a.time_limit_min else "")
             )
 
 
@@ -263,6 +270,9 @@ def add_override(
     section: Annotated[str | None, typer.Option(help="or a whole section")] = None,
     due: DueOpt = None,
     extra_attempts: Annotated[int, typer.Option(help="attempts on top of the limit")] = 0,
+    time_multiplier: Annotated[
+        float, typer.Option(min=1.0, max=10.0, help="stretches a timed assignment's limit (1.5: half again)")
+    ] = 1.0,
     note: Annotated[str, typer.Option()] = "",
 ) -> None:
     """Give a member (or a section) another due date or extra attempts; theirs wins over the assignment's."""
@@ -280,7 +290,7 @@ def add_override(
                 due_at=_when(due),
                 late_penalty_per_day=None,
                 extra_attempts=extra_attempts,
-                time_multiplier=1.0,
+                time_multiplier=time_multiplier,
                 note=note,
             )
             session.commit()

@@ -139,6 +139,9 @@ class Assignment(Base):
     release_explanation: Mapped[str] = mapped_column(String(16), default=Release.IMMEDIATELY)
     release_answer_key: Mapped[str] = mapped_column(String(16), default=Release.AFTER_ATTEMPTS)
     problem_policies: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # A timed assignment: each student's clock starts when they first open it (AssignmentStart); their time ends
+    # after this many minutes x their override's time_multiplier, and never after the due date. None: untimed.
+    time_limit_min: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     offering: Mapped[Offering] = relationship()
@@ -165,9 +168,21 @@ class Override(Base):
     due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     late_penalty_per_day: Mapped[float | None] = mapped_column(Float, nullable=True)
     extra_attempts: Mapped[int] = mapped_column(Integer, default=0)
-    # Kept for timed assessments; no assignment has a time limit yet, so nothing reads it today.
+    # Stretches a timed assignment's time limit for this member or section (1.5: half as much time again).
     time_multiplier: Mapped[float] = mapped_column(Float, default=1.0)
     note: Mapped[str] = mapped_column(String(300), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     assignment: Mapped[Assignment] = relationship(back_populates="overrides")
+
+
+class AssignmentStart(Base):
+    """When a student first opened a timed assignment: their clock. One row per student and assignment."""
+
+    __tablename__ = "assignment_start"
+    __table_args__ = (UniqueConstraint("assignment_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignment.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

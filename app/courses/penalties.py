@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from app.courses import clock
 from app.courses.models import Assignment
 from app.courses.policy import policy_for
 from app.courses.service import member_of
@@ -23,5 +24,6 @@ def grading_penalties(session: Session, sub: Submission, spec: ProblemSetSpec) -
     """Fixed when the submission is graded (a regrade recomputes them), like the late penalty always was."""
     assignment = session.get(Assignment, sub.assignment_id) if sub.assignment_id is not None else None
     member = member_of(session, assignment.offering_id, sub.user_id) if assignment is not None else None
-    policy = policy_for(assignment, spec, sub.problem_id, member)
+    started = clock.started_at(session, assignment, sub.user_id)
+    policy = policy_for(assignment, spec, sub.problem_id, member, started_at=started)
     return Penalties(late=policy.late_penalty(sub.created_at), decay=policy.decay(sub.attempt))

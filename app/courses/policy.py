@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from app.courses.models import Assignment, Counts, Membership, Override, Release
-from app.errors import DomainError, Invalid
+from app.errors import DomainError, Forbidden, Invalid
 from graders.model import ProblemSetSpec
 
 DAY = timedelta(days=1)
@@ -38,6 +38,10 @@ class TooManyAttempts(DomainError):
         self.retry_after = retry_after
 
 
+class Closed(Forbidden):
+    """Past the student's deadline (due date or end of their time) and the late days allowed: nothing is stored."""
+
+
 class InvalidFormat(Invalid):
     """An answer that cannot be read at all: refused before it is stored, so it uses no attempt."""
 
@@ -59,16 +63,33 @@ class Policy:
     decay_per_attempt: float
     counts: Counts
     release: dict[str, Release]
+    # A timed assignment: when this student's time ends (their start + limit x multiplier). None: untimed, or
+    # their clock has not started.
+    time_ends_at: datetime | None = None
+
+    @property
+    def deadline(self) -> datetime | None:
+        """This student's own deadline: the due date, or the end of their time if that comes first. Lateness and
+        closing count from it; releases "after the due date" wait for the due date itself (others may still be
+        working)."""
+        ends = [d for d in (self.due_at, self.time_ends_at) if d is not None]
+        return min(ends) if ends else None
 
     def days_late(self, at: datetime) -> int:
-        if self.due_at is None or at <= self.due_at:
+        deadline = self.deadline
+        if deadline is None or at <= deadline:
             return 0
-        return math.ceil((at - self.due_at) / DAY)
+        return math.ceil((at - deadline) / DAY)
 
     def late_penalty(self, at: datetime) -> float:
         return min(1.0, self.days_late(at) * self.penalty_per_day)
 
     def is_closed(self, now: datetime) -> bool:
+        """No more submissions from this student: past their deadline and the late days allowed."""
+        deadline = self.deadline
+        return deadline is not None and now > deadline + self.max_late_days * DAY
+
+    def _closed_for_everyone(self, now: datetime) -> bool:
         return self.due_at is not None and now > self.due_at + self.max_late_days * DAY
 
     def decay(self, attempt: int) -> float:
@@ -91,7 +112,7 @@ class Policy:
             return self.due_at is not None and now >= self.due_at
         if when == Release.AFTER_ATTEMPTS:
             out_of_attempts = self.max_attempts is not None and attempts_used >= self.max_attempts
-            return full_marks or out_of_attempts or self.is_closed(now)
+            return full_marks or out_of_attempts or self._closed_for_everyone(now)
         return False
 
 
@@ -107,9 +128,15 @@ def override_for(assignment: Assignment, member: Membership | None) -> Override 
 
 
 def policy_for(
-    assignment: Assignment | None, spec: ProblemSetSpec, problem_id: str, member: Membership | None
+    assignment: Assignment | None,
+    spec: ProblemSetSpec,
+    problem_id: str,
+    member: Membership | None,
+    *,
+    started_at: datetime | None = None,
 ) -> Policy:
-    """The effective policy of ``member`` (None: the assignment's own) for one problem."""
+    """The effective policy of ``member`` (None: the assignment's own) for one problem; ``started_at``: when their
+    clock of a timed assignment started (app.courses.clock)."""
     if assignment is None:  # legacy rows without an assignment: the set's own settings, nothing limited
         shown = _explanation_default(spec)
         return Policy(None, spec.due_at, spec.late_policy.penalty_per_day, spec.late_policy.max_late_days, None, 0,
@@ -149,7 +176,17 @@ def policy_for(
         decay_per_attempt=float(per_problem.get("decay_per_attempt", assignment.decay_per_attempt)),
         counts=Counts(per_problem.get("counts", assignment.counts)),
         release=release,
+        time_ends_at=time_ends_at(assignment, override, started_at),
     )
+
+
+def time_ends_at(assignment: Assignment, override: Override | None, started_at: datetime | None) -> datetime | None:
+    """The end of a student's time at a timed assignment: start + limit x their multiplier (None: untimed or not
+    started). The due date still caps it (Policy.deadline)."""
+    if not assignment.time_limit_min or started_at is None:
+        return None
+    multiplier = override.time_multiplier if override is not None else 1.0
+    return started_at + timedelta(minutes=assignment.time_limit_min * multiplier)
 
 
 def _explanation_default(spec: ProblemSetSpec) -> Release:
@@ -167,8 +204,14 @@ def check_problem_policies(policies: dict[str, Any]) -> None:
         if not isinstance(settings, dict) or set(settings) - _PROBLEM_KEYS:
             raise Invalid(f"{where}: allowed keys are {sorted(_PROBLEM_KEYS)}", field="problem_policies")
         attempts = settings.get("max_attempts")
-        if attempts is not None and (not isinstance(attempts, int) or attempts < 1):
+        if attempts is not None and (not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1):
             raise Invalid(f"{where}.max_attempts must be a whole number of at least 1", field="problem_policies")
+        cooldown = settings.get("cooldown_s", 0)
+        if not isinstance(cooldown, int) or isinstance(cooldown, bool) or not 0 <= cooldown <= 7 * 86400:
+            raise Invalid(f"{where}.cooldown_s is whole seconds, 0 to 604800", field="problem_policies")
+        decay = settings.get("decay_per_attempt", 0.0)
+        if not isinstance(decay, int | float) or isinstance(decay, bool) or not 0.0 <= decay <= 1.0:
+            raise Invalid(f"{where}.decay_per_attempt is a fraction between 0 and 1", field="problem_policies")
         if "counts" in settings and settings["counts"] not in set(Counts):
             raise Invalid(f"{where}.counts must be best or last", field="problem_policies")
         release = settings.get("release", {})

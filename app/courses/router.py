@@ -21,6 +21,7 @@ from app.courses.schemas import (
     AssignmentPublic,
     CourseCreate,
     CoursePublic,
+    InvitationPublic,
     JoinCode,
     JoinRequest,
     MemberCreate,
@@ -36,11 +37,13 @@ from app.courses.schemas import (
     RosterPreview,
     RosterRowPublic,
 )
-from app.deps import PrincipalDep, RowId, SessionDep
+from app.deps import PrincipalDep, RowId, SessionDep, SettingsDep
+from app.error_format import error_responses
 from app.errors import Forbidden, Invalid, NotFound
 from app.gradebook import service as gradebook
 from app.gradebook.schemas import Gradebook
 from app.problemsets.models import ProblemSetVersion
+from app.users import invitations
 
 router = APIRouter(tags=["courses"])
 MAX_ROSTER_BYTES = 5 * 1024 * 1024
@@ -195,6 +198,33 @@ def update_member(
     service.set_member(session, member, role=body.role, status=body.status, section=body.section)
     session.commit()
     return MemberPublic.model_validate(member)
+
+
+@router.post(
+    "/offerings/{offering_id}/members/{member_id}/invitation",
+    response_model=InvitationPublic,
+    status_code=201,
+    responses=error_responses(409),
+)
+def invite_member(
+    offering_id: RowId,
+    member_id: RowId,
+    request: Request,
+    principal: PrincipalDep,
+    session: SessionDep,
+    settings: SettingsDep,
+) -> InvitationPublic:
+    """A one-time link for an invited member (no account yet) to set a password; an earlier link stops working.
+
+    With AUTOGRADER_SMTP_HOST set it is mailed (``mailed: true``); otherwise, or when mailing fails, the link is in
+    the answer for you to pass on. 409 when the member has an account already (instructors)."""
+    offering = service.get_offering(session, principal.access, offering_id, Action.ROSTER)
+    member = service.get_member(session, offering, member_id)
+    sent = invitations.invite(session, settings, member, base_url=str(request.base_url), title=offering.title)
+    session.commit()
+    return InvitationPublic(
+        email=sent.email, expires_at=sent.expires_at, mailed=sent.mailed, link=sent.link, mail_error=sent.mail_error
+    )
 
 
 @router.post("/offerings/{offering_id}/roster", response_model=RosterPreview)

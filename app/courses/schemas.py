@@ -111,6 +111,14 @@ class MemberPublic(BaseModel):
     section: str
 
 
+class InvitationPublic(BaseModel):
+    email: str
+    expires_at: datetime
+    mailed: bool = Field(description="true: mailed through AUTOGRADER_SMTP_*; false: pass `link` on yourself")
+    link: str | None = Field(description="the one-time set-password link, when it was not mailed (shown once)")
+    mail_error: str | None = Field(None, description="why mailing failed, when it was tried")
+
+
 class RosterRowPublic(BaseModel):
     line: int
     email: str
@@ -153,6 +161,13 @@ class Policy(BaseModel):
     problem_policies: dict[str, dict[str, Any]] | None = Field(
         None, description='per-problem overrides, e.g. {"q1": {"max_attempts": 5, "release": {"answer_key": "never"}}}'
     )
+    time_limit_min: int | None = Field(
+        None,
+        ge=1,
+        le=7 * 24 * 60,
+        description="a timed assignment: minutes from each student's first open (x their override's "
+        "time_multiplier), never past the due date; null: untimed",
+    )
 
     _zones = field_validator("open_at", "due_at")(_aware)
 
@@ -180,6 +195,7 @@ class AssignmentPublic(BaseModel):
     release_explanation: str
     release_answer_key: str
     problem_policies: dict[str, Any]
+    time_limit_min: int | None
 
 
 class OverrideCreate(BaseModel):
@@ -190,7 +206,7 @@ class OverrideCreate(BaseModel):
     due_at: datetime | None = Field(None, description="the new due date, absolute")
     late_penalty_per_day: float | None = Field(None, ge=0, le=1)
     extra_attempts: int = Field(0, ge=0, le=10_000)
-    time_multiplier: float = Field(1.0, ge=1, le=10, description="kept for timed assessments; unused today")
+    time_multiplier: float = Field(1.0, ge=1, le=10, description="stretches a timed assignment's time limit")
     note: str = Field("", max_length=300)
 
     _zones = field_validator("due_at")(_aware)

@@ -240,6 +240,7 @@ POLICY_FIELDS = (
     "release_answer_key",
     "problem_policies",
     "pinned_version_id",
+    "time_limit_min",
 )
 
 
@@ -285,6 +286,8 @@ def _check_policy(session: Session, a: Assignment) -> None:
         raise Invalid("due_at must be after open_at", field="due_at")
     if a.max_attempts is not None and a.max_attempts < 1:
         raise Invalid("max_attempts must be at least 1 (leave it out for unlimited)", field="max_attempts")
+    if a.time_limit_min is not None and a.time_limit_min < 1:
+        raise Invalid("time_limit_min is at least 1 minute (leave it out for untimed)", field="time_limit_min")
     if a.cooldown_s < 0:
         raise Invalid("cooldown_s cannot be negative", field="cooldown_s")
     if not 0.0 <= a.decay_per_attempt <= 1.0:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Query, Request, UploadFile
 from starlette.concurrency import run_in_threadpool
 
+from app.courses import clock
 from app.courses import service as courses
+from app.courses.models import Assignment
 from app.courses.permissions import Action
 from app.courses.policy import policy_for
 from app.deps import MAX_ROW_ID, InstructorUser, PrincipalDep, SessionDep, SettingsDep
@@ -35,14 +38,15 @@ def list_problem_sets(
         version = courses.version_of(session, found.assignment)
         member = courses.member_of(session, found.assignment.offering_id, principal.user.id)
         spec = service.spec_of(version)
-        policy = policy_for(found.assignment, spec, "", member)
+        started = clock.started_at(session, found.assignment, principal.user.id)
+        policy = policy_for(found.assignment, spec, "", member, started_at=started)
         out.append(
             ProblemSetSummary(
                 id=found.problem_set.slug,
                 title=found.problem_set.title,
                 version=version.number,
                 problems=len(version.spec.get("problems", [])),
-                due_at=policy.due_at,
+                due_at=policy.deadline,
                 offering=found.assignment.offering_id,
                 assignment=found.assignment.id,
                 open_at=found.assignment.open_at,
@@ -67,8 +71,18 @@ def get_problem_set(
     principal.require("read")
     found, version, member = _view(session, principal, slug, offering)
     loaded = service.loaded_version(settings, version)
-    due = policy_for(found.assignment, loaded.spec, "", member).due_at
+    started = _open(session, principal, found.assignment)
+    due = policy_for(found.assignment, loaded.spec, "", member, started_at=started).deadline
     return service.student_view(version, loaded, due_at=due)
+
+
+def _open(session: SessionDep, principal: PrincipalDep, assignment: Assignment) -> datetime | None:
+    """A student opening a timed set starts their clock (committed at once: it stands whatever happens next)."""
+    if principal.access.can(assignment.offering_id, Action.VIEW_UNRELEASED):
+        return None
+    started = clock.start(session, assignment, principal.user.id)
+    session.commit()
+    return started
 
 
 @router.get("/{slug}/problems/{problem_id}", response_model=ProblemView, response_model_exclude_unset=True)

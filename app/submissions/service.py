@@ -9,13 +9,14 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from app.config import Settings
+from app.courses import clock
 from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.models import Assignment
 from app.courses.permissions import Action
-from app.courses.policy import InvalidFormat, policy_for
+from app.courses.policy import Closed, InvalidFormat, policy_for
 from app.db import utcnow
-from app.errors import Conflict, Forbidden, Invalid, NotFound
+from app.errors import Conflict, Invalid, NotFound
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.service import loaded_version
 from app.submissions.allocation import store_next_attempt
@@ -69,10 +70,18 @@ def create(
     malformed = format_errors(problem, payload)
     if malformed:
         raise InvalidFormat(malformed)
-    policy = policy_for(assignment, spec, problem_id, courses.member_of(session, assignment.offering_id, user.id))
+    member = courses.member_of(session, assignment.offering_id, user.id)
+    started = None if staff else clock.start(session, assignment, user.id)  # a first submission starts the clock
+    policy = policy_for(assignment, spec, problem_id, member, started_at=started)
     if not staff and policy.is_closed(utcnow()):
-        due = policy.due_at.astimezone(UTC) if policy.due_at else None
-        raise Forbidden(f"problem set {problem_set!r} is closed: it was due {due:%Y-%m-%d %H:%M} UTC")
+        deadline = policy.deadline.astimezone(UTC) if policy.deadline else None
+        if policy.time_ends_at is not None and policy.deadline == policy.time_ends_at:
+            limit = assignment.time_limit_min
+            raise Closed(
+                f"your time at problem set {problem_set!r} ended at {deadline:%Y-%m-%d %H:%M} UTC "
+                f"(a time limit of {limit} minutes from when you first opened it)"
+            )
+        raise Closed(f"problem set {problem_set!r} is closed: it was due {deadline:%Y-%m-%d %H:%M} UTC")
 
     def make(attempt: int) -> Submission:
         return Submission(

@@ -64,3 +64,20 @@ class ApiToken(Base):
     offering_id: Mapped[int | None] = mapped_column(ForeignKey("offering.id", ondelete="CASCADE"), nullable=True)
 
     user: Mapped[User] = relationship(back_populates="tokens")
+
+
+class Invitation(Base):
+    """A one-time link that lets an invited roster member (no account yet) set a password.
+
+    Only the SHA-256 of the link's token is stored; the plain token is shown or mailed once. A new invitation for
+    the same member replaces the old one; a used or expired one opens nothing.
+    """
+
+    __tablename__ = "invitation"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    membership_id: Mapped[int] = mapped_column(ForeignKey("membership.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

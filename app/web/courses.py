@@ -19,9 +19,11 @@ from app.courses.permissions import Action
 from app.courses.schemas import Policy
 from app.deps import RowId
 from app.errors import DomainError, Forbidden, Invalid
+from app.gradebook.row import student_row
 from app.problemsets.models import ProblemSet
+from app.users import invitations
 from app.users.models import User
-from app.web.deps import CheckedForm, WebSession, WebUser
+from app.web.deps import CheckedForm, MaybeUser, WebSession, WebSettings, WebUser, rotate_csrf
 from app.web.page_route import WebRoute
 from app.web.rendering import render
 
@@ -40,6 +42,7 @@ POLICY_KEYS = (
     "release_feedback",
     "release_explanation",
     "release_answer_key",
+    "time_limit_min",
 )
 
 
@@ -216,6 +219,92 @@ async def import_roster(
     )
 
 
+@router.post("/offerings/{offering_id}/members/{member_id}/invite")
+def invite_member(
+    request: Request,
+    offering_id: RowId,
+    member_id: RowId,
+    form: CheckedForm,
+    user: WebUser,
+    session: WebSession,
+    settings: WebSettings,
+) -> Response:
+    """A one-time set-password link for an invited member: mailed with SMTP configured, else shown here once."""
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id, Action.ROSTER)
+    member = courses.get_member(session, offering, member_id)
+    sent = invitations.invite(session, settings, member, base_url=str(request.base_url), title=offering.title)
+    return _roster_page(request, session, access, offering, invited=sent)
+
+
+# --- a student's row of the gradebook ------------------------------------------------------------------------------
+
+
+def _row_page(request: Request, session: WebSession, user: User, offering_id: int, user_id: int) -> Response:
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id)
+    member, rows = student_row(session, access, offering, user_id=user_id)
+    return render(request, "courses/grades.html", offering=offering, member=member, rows=rows,
+                  own=user_id == user.id)  # fmt: skip
+
+
+@router.get("/offerings/{offering_id}/grades")
+def my_grades(request: Request, offering_id: RowId, user: WebUser, session: WebSession) -> Response:
+    """Your own row of the gradebook: each assignment's problems with your counted score (as released) and your
+    submissions."""
+    return _row_page(request, session, user, offering_id, user.id)
+
+
+@router.get("/offerings/{offering_id}/grades/{user_id}")
+def student_grades(
+    request: Request, offering_id: RowId, user_id: RowId, user: WebUser, session: WebSession
+) -> Response:
+    """One student's row with each of their submissions (staff who may read submissions; 403 for another student,
+    404 outside the offering)."""
+    return _row_page(request, session, user, offering_id, user_id)
+
+
+# --- invitations: set a password -----------------------------------------------------------------------------------
+
+
+def _not_logged_in(user: User | None) -> None:
+    if user is not None:
+        # Whoever is logged in here is not the invited person (they have no account yet): never mix the two.
+        raise Forbidden(f"You are logged in as {user.email}; this link is for someone without an account. Log out "
+                        "first, or pass the link on to the person it was made for.")  # fmt: skip
+
+
+def _invite_page(
+    request: Request, session: WebSession, user: User | None, token: str, status: int = 200, **extra: Any
+) -> Response:
+    _not_logged_in(user)
+    _, member = invitations.pending(session, token)
+    return render(request, "courses/invite.html", status, email=member.email, token=token, **extra)
+
+
+@router.get("/invite/{token}")
+def invite_page(request: Request, token: str, user: MaybeUser, session: WebSession) -> Response:
+    """The set-password form of a one-time invitation link (410 for a used, expired or unknown one)."""
+    return _invite_page(request, session, user, token[:100])
+
+
+@router.post("/invite/{token}")
+def accept_invite(request: Request, token: str, form: CheckedForm, user: MaybeUser, session: WebSession) -> Response:
+    """Set the password: the account is created, the roster rows become active, the link is used up."""
+    token = token[:100]
+    _not_logged_in(user)  # accept() refuses a used, expired, unknown or taken link
+    try:
+        made = invitations.accept(
+            session, token, password=str(form.get("password") or ""), confirm=str(form.get("confirm") or "")
+        )
+    except Invalid as exc:
+        session.rollback()
+        return _invite_page(request, session, user, token, 422, error=exc.message)
+    session.commit()
+    rotate_csrf(request)
+    return render(request, "login.html", next="/courses", email=made.email, notice="Your password is set. Log in.")
+
+
 # --- assignment settings and overrides -----------------------------------------------------------------------------
 
 
@@ -234,6 +323,8 @@ def _settings_page(
         releases=RELEASES,
         counts=[c.value for c in Counts],
         members=members,
+        problems=[(p["id"], p.get("title", p["id"])) for p in courses.version_of(session, assignment).spec["problems"]],
+        per_problem=PER_PROBLEM,
         can_edit=access.can(offering.id, Action.ASSIGNMENTS),
         can_override=access.can(offering.id, Action.OVERRIDES),
         local=_to_local,
@@ -241,8 +332,43 @@ def _settings_page(
     )
 
 
+# The per-problem settings the page offers (form fields "problem.<id>.<key>"; blank: the assignment's).
+PER_PROBLEM = (
+    ("max_attempts", "attempts"),
+    ("cooldown_s", "cooldown (s)"),
+    ("decay_per_attempt", "decay"),
+    ("counts", "counts"),
+    ("scores", "scores"),
+    ("feedback", "feedback"),
+    ("explanation", "explanation"),
+    ("answer_key", "answer key"),
+)
+
+
+def _problem_policies(form: FormData, problem_ids: list[str]) -> dict[str, Any]:
+    """The per-problem table of the form as ``problem_policies``; blank cells inherit (checked by the service)."""
+    out: dict[str, Any] = {}
+    for pid in problem_ids:
+        entry: dict[str, Any] = {}
+        for key, _ in PER_PROBLEM:
+            text = _text(form, f"problem.{pid}.{key}")
+            if not text:
+                continue
+            if key in ("max_attempts", "cooldown_s"):
+                entry[key] = int(text)
+            elif key == "decay_per_attempt":
+                entry[key] = float(text)
+            elif key == "counts":
+                entry[key] = text
+            else:
+                entry.setdefault("release", {})[key] = text
+        if entry:
+            out[pid] = entry
+    return out
+
+
 # Blank fields: None means "unlimited" or "the set's own policy".
-_INTS: dict[str, int | None] = {"max_attempts": None, "max_late_days": None, "cooldown_s": 0}
+_INTS: dict[str, int | None] = {"max_attempts": None, "max_late_days": None, "cooldown_s": 0, "time_limit_min": None}
 _FLOATS: dict[str, float | None] = {"late_penalty_per_day": None, "decay_per_attempt": 0.0}
 
 
@@ -276,6 +402,9 @@ def save_settings(
             else:
                 raw[key] = text
         policy = Policy.model_validate(raw).model_dump(exclude={"pinned_version", "problem_policies"})
+        problem_ids = [p["id"] for p in courses.version_of(session, assignment).spec["problems"]]
+        if _text(form, "per_problem") == "shown":  # the table was on the page (an older form leaves them alone)
+            policy["problem_policies"] = _problem_policies(form, problem_ids)
         courses.update_assignment(session, assignment, **policy)
     except (ValueError, DomainError) as exc:
         session.rollback()
@@ -303,7 +432,7 @@ def add_override(
             due_at=_local(_text(form, "due_at"), assignment.offering.time_zone),
             late_penalty_per_day=None,
             extra_attempts=int(_text(form, "extra_attempts") or 0),
-            time_multiplier=1.0,
+            time_multiplier=_multiplier(_text(form, "time_multiplier")),
             note=_text(form, "note")[:300],
         )
     except (ValueError, DomainError) as exc:
@@ -312,6 +441,13 @@ def add_override(
         return _settings_page(request, session, access, assignment_id, 422, override_error=message)
     session.commit()
     return RedirectResponse(f"/assignments/{assignment_id}/settings", status_code=303)
+
+
+def _multiplier(text: str) -> float:
+    value = float(text) if text else 1.0
+    if not 1.0 <= value <= 10.0:
+        raise Invalid("The time multiplier is between 1 and 10 (1.5: half as much time again).")
+    return value
 
 
 # --- joining -------------------------------------------------------------------------------------------------------

@@ -9,9 +9,11 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
+from app.courses import clock
 from app.courses import service as courses
 from app.courses.access import Access, access_for
 from app.courses.models import Assignment
+from app.courses.permissions import Action
 from app.courses.policy import policy_for
 from app.gradebook import service as gradebook
 from app.gradebook.service import Progress
@@ -55,7 +57,9 @@ def set_cards(session: Session, *, user: User) -> list[SetCard]:
         mine = _released_progress(session, access, assignment, spec, user)
         pending = pending_manual(session, mine)
         points = version.validation_report.get("points", {})
-        due = policy_for(assignment, spec, "", courses.member_of(session, assignment.offering_id, user.id)).due_at
+        member = courses.member_of(session, assignment.offering_id, user.id)
+        started = clock.started_at(session, assignment, user.id)
+        due = policy_for(assignment, spec, "", member, started_at=started).deadline
         cards.append(
             SetCard(
                 slug=problem_set.slug,
@@ -113,7 +117,15 @@ def set_page(
     version = courses.version_of(session, found.assignment)
     loaded = sets.loaded_version(settings, version)
     member = courses.member_of(session, found.assignment.offering_id, user.id)
-    view = sets.student_view(version, loaded, due_at=policy_for(found.assignment, loaded.spec, "", member).due_at)
+    started = None
+    if not access.can(found.assignment.offering_id, Action.VIEW_UNRELEASED):
+        # A student opening a timed set starts their clock (committed at once: it stands whatever happens next).
+        started = clock.start(session, found.assignment, user.id)
+        session.commit()
+    policy = policy_for(found.assignment, loaded.spec, "", member, started_at=started)
+    view = sets.student_view(version, loaded, due_at=policy.deadline)
+    view["time_limit_min"] = found.assignment.time_limit_min
+    view["time_ends_at"] = policy.time_ends_at
     view["language"] = loaded.spec.language
     progress = _released_progress(session, access, found.assignment, loaded.spec, user)
     latest = {pid: _latest(session, loaded, access, p.latest_submission_id, user) for pid, p in progress.items()}

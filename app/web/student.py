@@ -15,7 +15,7 @@ from starlette.datastructures import FormData
 from app.config import Settings
 from app.courses import service as courses
 from app.courses.access import access_for
-from app.courses.policy import TooManyAttempts
+from app.courses.policy import Closed, TooManyAttempts
 from app.deps import RowId, RowIdQuery
 from app.errors import Invalid
 from app.problemsets.service import loaded_version
@@ -67,8 +67,8 @@ def submit(
     """Store the answers or code as a submission, wake a worker, and show the submission."""
     try:
         sub_id = _store(session, settings, form, user=user, slug=slug, problem_id=problem_id)
-    except (Invalid, TooManyAttempts) as exc:
-        # A malformed answer or a used-up attempt: back to the form with the reason (nothing was stored).
+    except (Invalid, TooManyAttempts, Closed) as exc:
+        # A malformed answer, a used-up attempt, or too late: back to the form with the reason (nothing stored).
         session.rollback()
         # Back to the set page with the message next to this problem and the answers as they were typed.
         typed = {

@@ -78,6 +78,7 @@ def _create_accounts(database_url: str) -> None:
         create_user(session, email="student@example.com", role=Role.STUDENT, password=PASSWORD, display_name="Mei Lin")
         create_user(session, email="bob@example.com", role=Role.STUDENT, password=PASSWORD, display_name="Bob Ray")
         create_user(session, email="teacher@example.com", role=Role.INSTRUCTOR, password=PASSWORD)
+        create_user(session, email="admin@example.com", role=Role.ADMIN, password=PASSWORD)  # creates courses
         session.commit()
     engine.dispose()
 

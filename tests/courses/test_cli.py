@@ -51,3 +51,10 @@ def test_a_course_from_the_shell(run, tmp_path: Path) -> None:  # type: ignore[n
     assert override.exit_code == 0, override.output
     missing = run("overrides", "add", assignment_id, "--email", "nobody@example.com")
     assert missing.exit_code == 1 and "not on this offering's roster" in missing.output
+    assert run("assignments", "set", assignment_id, "--time-limit", "45").exit_code == 0
+    assert "timed 45 min" in run("assignments", "list", offering_id).output
+    more = run("overrides", "add", assignment_id, "--email", "ben@example.com", "--time-multiplier", "1.5")
+    assert more.exit_code == 0, more.output
+    assert (
+        run("overrides", "add", assignment_id, "--email", "ben@example.com", "--time-multiplier", "20").exit_code == 2
+    )
