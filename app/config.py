@@ -40,7 +40,14 @@ class Settings(BaseSettings):
     grading_lease_s: float = Field(
         default=600.0,
         gt=0,
-        description="renewed while grading; a job whose lease ran out (its worker died) is taken over",
+        description="the longest a grading may take (a set whose checks could run longer is refused); a job's "
+        "lease never lasts longer",
+    )
+    grading_heartbeat_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="a grading worker renews its job's lease this often, for three beats: a worker that stops (it "
+        "died, on any host) loses the job to another after three",
     )
     grade_answers_inline: bool = Field(
         default=True,
@@ -113,6 +120,11 @@ class Settings(BaseSettings):
         if self.sandbox == "unsafe-local" and not self.dev_mode:
             raise ValueError("AUTOGRADER_SANDBOX=unsafe-local is not a sandbox and needs AUTOGRADER_DEV_MODE=1")
         return self
+
+    @property
+    def job_lease_s(self) -> float:
+        """How long a claim, and each renewal by the heartbeat, holds a job: three beats, at most the lease."""
+        return min(self.grading_lease_s, 3 * self.grading_heartbeat_s)
 
     @property
     def resolved_database_url(self) -> str:

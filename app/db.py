@@ -9,6 +9,8 @@ from typing import Any
 
 from sqlalchemy import DateTime, MetaData, create_engine, event
 from sqlalchemy.engine import Dialect, Engine
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
@@ -40,10 +42,46 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})
+        # Enough connections for every request thread (anyio's 40) and the grading threads at once: a SQLite
+        # connection costs little, and a request should wait for the database's lock, not for a free connection.
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": 10}, pool_size=10, max_overflow=40
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+
+
+# What a locked, busy or unreachable database says (SQLite, psycopg): a retry later will succeed.
+_BUSY_MARKERS = (
+    "database is locked",
+    "database table is locked",
+    "database is busy",
+    "lock timeout",
+    "could not obtain lock",
+    "connection refused",
+    "could not connect",
+    "server closed the connection",
+    "terminating connection",
+    "the database system is starting up",
+    "the database system is shutting down",
+)
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """A locked, busy or unreachable database (the API answers 503; a worker waits and writes again), or no
+    connection free in the pool within its timeout (every one busy: the service is overloaded)."""
+    if isinstance(exc, PoolTimeout):
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    text = str(exc.orig).lower()
+    return any(marker in text for marker in _BUSY_MARKERS)
+
+
+def exc_text(exc: BaseException) -> str:
+    """The driver's message of a database error on one line, without SQLAlchemy's statement and link."""
+    return " ".join(str(getattr(exc, "orig", None) or exc).split())
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

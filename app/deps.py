@@ -36,7 +36,9 @@ def get_session(request: Request) -> Iterator[Session]:
 log = logging.getLogger(__name__)
 
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
-SessionDep = Annotated[Session, Depends(get_session)]
+# scope="function": the commit runs before the response is sent, so a commit that fails (the database went away)
+# is a 503 to the client, never a 2xx for something not stored, nor a connection dropped after the response.
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 # Row ids are INTEGER columns (32-bit on PostgreSQL): a larger number in a path or a query is a 422 naming the
 # parameter, never an OverflowError or "integer out of range" (a 500) from the database driver.

@@ -24,10 +24,12 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from fastapi.utils import is_body_allowed_for_status_code
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.exc import DataError, OperationalError
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.db import database_unavailable, exc_text
 from app.deps import get_principal
 from app.errors import DomainError
 from app.request_id import current_request_id
@@ -190,8 +192,14 @@ class ServerErrors:
 
 def _response_for(exc: Exception, scope: Scope) -> JSONResponse:
     where = f"{scope.get('method')} {scope.get('path')}"
-    if isinstance(exc, OperationalError) and _is_busy(exc):
-        log.warning("database busy or unavailable for %s: %s", where, exc.orig)
+    if isinstance(exc, ClientDisconnect):
+        # The client went away before its body was read in full (its own timeout): not a server error. Nobody is
+        # there to read this answer; the access log and metrics count a 400.
+        log.info("client disconnected before its request body was read: %s", where)
+        item = {"loc": ["body"], "msg": "the request body was not received in full", "type": type_for_status(400)}
+        return error_response(400, [item])
+    if database_unavailable(exc):
+        log.warning("database busy or unavailable for %s: %s", where, exc_text(exc))
         msg = "the database is busy or unavailable; nothing was changed, retry shortly"
         item = {"loc": [], "msg": msg, "type": "service_unavailable"}
         return error_response(503, [item], {"Retry-After": str(RETRY_AFTER_S)})
@@ -203,26 +211,6 @@ def _response_for(exc: Exception, scope: Scope) -> JSONResponse:
         return error_response(422, [item])
     log.exception("unhandled error in %s", where)
     return error_response(500, [{"loc": [], "msg": "internal server error", "type": "internal_error"}])
-
-
-_BUSY_MARKERS = (
-    "database is locked",
-    "database table is locked",
-    "database is busy",
-    "lock timeout",
-    "could not obtain lock",
-    "connection refused",
-    "could not connect",
-    "server closed the connection",
-    "terminating connection",
-    "the database system is starting up",
-    "the database system is shutting down",
-)
-
-
-def _is_busy(exc: OperationalError) -> bool:
-    text = str(exc.orig).lower()
-    return any(marker in text for marker in _BUSY_MARKERS)
 
 
 # --- OpenAPI -------------------------------------------------------------------------------------------------------

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+
 from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
 
 from app.deps import CurrentUser, RowId, SessionDep, SessionUser
 from app.error_format import error_responses
@@ -13,11 +17,21 @@ from app.users.schemas import LoginRequest, TokenCreate, TokenCreated, TokenPubl
 router = APIRouter(tags=["auth"])
 
 
+# argon2 costs about 0.1 s of CPU a check: a class logging in at once is checked one per core at a time, waiting here
+# on the event loop, rather than in every request thread (which would leave none for anything else: every other
+# request then waits for a thread while it holds its pooled connection, until the pool times out).
+_PASSWORD_CHECKS = asyncio.Semaphore(max(1, os.cpu_count() or 1))
+
+
 @router.post("/auth/login", response_model=UserPublic, responses=error_responses(401, 429))
-def login(body: LoginRequest, request: Request, session: SessionDep) -> UserPublic:
+async def login(body: LoginRequest, request: Request, session: SessionDep) -> UserPublic:
     """Check email and password; on success set the session cookie. Too many attempts get 429 with Retry-After."""
-    request.app.state.limiter.login(email=body.email, address=request.client.host if request.client else "-")
-    user = service.log_in(session, request.session, email=body.email, password=body.password)
+    address = request.client.host if request.client else "-"
+    await run_in_threadpool(request.app.state.limiter.login, email=body.email, address=address)
+    async with _PASSWORD_CHECKS:
+        user = await run_in_threadpool(
+            service.log_in, session, request.session, email=body.email, password=body.password
+        )
     if user is None:
         raise Unauthorized("wrong email or password")
     return UserPublic.model_validate(user)

@@ -26,7 +26,7 @@ from standardwebhooks.webhooks import Webhook
 from app.config import Settings
 from app.courses.access import access_for
 from app.courses.permissions import Action
-from app.db import session_scope, utcnow
+from app.db import database_unavailable, exc_text, session_scope, utcnow
 from app.errors import DomainError
 from app.metrics.registry import WEBHOOK_DELIVERIES
 from app.problemsets.service import loaded_version
@@ -61,11 +61,19 @@ class WebhookSender:
         self._http.close()
 
     def _loop(self) -> None:
+        unavailable = False  # the database is down: one line when it goes, one when it is back
         while not self._stop.is_set():
             try:
                 sent = self.run_once()
-            except Exception:
-                log.exception("webhook sender failed; trying again")
+                if unavailable:
+                    log.info("webhook sender: the database answers again")
+                    unavailable = False
+            except Exception as exc:
+                if not database_unavailable(exc):
+                    log.exception("webhook sender failed; trying again")
+                elif not unavailable:
+                    log.warning("webhook sender: database unavailable (%s); trying again", exc_text(exc))
+                    unavailable = True
                 sent = 0
             if not sent:
                 self._stop.wait(self.settings.webhook_poll_s)

@@ -76,7 +76,7 @@ def _grade(runtime: WorkerRuntime, delivery_id: str, submission_id: int) -> None
     me = worker_id(f"celery-{delivery_id}")  # unique per delivery, so two deliveries never share a claim
     with session_scope(job.session_factory) as session:
         settings = job.settings
-        if not claim(session, submission_id, worker=me, lease_s=settings.grading_lease_s,
+        if not claim(session, submission_id, worker=me, lease_s=settings.job_lease_s,
                      max_attempts=settings.max_grading_attempts):  # fmt: skip
             log.info("submission %s is not claimable (already graded or held); skipping", submission_id)
             return

@@ -7,13 +7,14 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from typing import TypeVar
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.courses.penalties import Penalties, grading_penalties
-from app.db import session_scope, utcnow
+from app.db import database_unavailable, session_scope, utcnow
 from app.lti.passback import queue_score
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import loaded_version
@@ -31,6 +32,7 @@ from graders.sandbox.errors import SandboxError
 
 log = logging.getLogger(__name__)
 GRADER_VERSION = "1"
+T = TypeVar("T")
 
 
 class GradingJob:
@@ -56,14 +58,14 @@ class GradingJob:
         start, labels = time.perf_counter(), None
         try:
             # The lease is renewed from the claim on: unpacking a set version can take a while too.
-            with Heartbeat(self.session_factory, submission_id, worker, self.settings.grading_lease_s):
-                claimed = self._load(submission_id, worker)
+            with Heartbeat(self.session_factory, submission_id, worker, self.settings.job_lease_s):
+                claimed = self._patiently(lambda: self._load(submission_id, worker), submission_id)
                 if claimed is None:
                     return
                 loaded, problem_id, payload, penalty = claimed
                 labels = job_labels(loaded, problem_id)
                 result = grade_submission(loaded, problem_id, payload, self.code_grader)
-            if self._record(submission_id, worker, result, penalty):
+            if self._patiently(lambda: self._record(submission_id, worker, result, penalty), submission_id):
                 self.announce_finished(submission_id)
                 observe.graded(submission_id, worker, labels, result, time.perf_counter() - start)
         except Exception as exc:
@@ -72,7 +74,26 @@ class GradingJob:
             # traceback. Anything else is a bug of ours and keeps its traceback.
             log.error("internal error grading submission %s: %s", submission_id,
                       loggable(f"{type(exc).__name__}: {exc}"), exc_info=not isinstance(exc, SandboxError))  # fmt: skip
-            self._record_failure(submission_id, worker, f"{type(exc).__name__}: {exc}")
+            message = f"{type(exc).__name__}: {exc}"
+            self._patiently(lambda: self._record_failure(submission_id, worker, message), submission_id)
+
+    def _patiently(self, write: Callable[[], T], submission_id: int) -> T:
+        """Run a read or write of this job, waiting out a database that is down or locked: the grade in hand is
+        written once it is back (still under this worker's claim, which each write checks), not thrown away and
+        graded again. Gives up after the lease: by then another worker may take the job over anyway."""
+        deadline, delay, told = time.monotonic() + self.settings.grading_lease_s, 0.5, False
+        while True:
+            try:
+                return write()
+            except Exception as exc:
+                if not database_unavailable(exc) or time.monotonic() + delay > deadline:
+                    raise
+                if not told:  # one line per outage, not one per try
+                    log.warning("database unavailable while grading submission %s (%s); waiting for it",
+                                submission_id, loggable(str(getattr(exc, "orig", exc))))  # fmt: skip
+                    told = True
+            time.sleep(delay)
+            delay = min(5.0, delay * 2)
 
     def _load(self, submission_id: int, worker: str) -> tuple[LoadedSet, str, dict[str, object], Penalties] | None:
         with session_scope(self.session_factory) as session:
@@ -181,8 +202,9 @@ def result_rows(
 class Heartbeat:
     """Renews a job's lease every third of it while the job is graded, so a long grading is never taken over.
 
-    Only a worker that died or hangs lets its lease run out. A renewal that fails (the database is busy) is tried
-    again at the next beat; one that finds the job taken over or regraded stops beating.
+    Only a worker that died or hangs lets its lease run out (three beats: AUTOGRADER_GRADING_HEARTBEAT_S), on
+    whichever host it ran. A renewal that fails (the database is busy) is tried again within a second; one that
+    finds the job taken over or regraded stops beating.
     """
 
     def __init__(self, session_factory: sessionmaker[Session], submission_id: int, worker: str, lease_s: float) -> None:
@@ -200,10 +222,15 @@ class Heartbeat:
         self._thread.join()
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.lease_s / 3):
+        every = self.lease_s / 3
+        while not self._stop.wait(every):
             try:
                 with session_scope(self.session_factory) as session:
                     if not renew(session, self.submission_id, worker=self.worker, lease_s=self.lease_s):
                         return
+                every = self.lease_s / 3
             except Exception as exc:
-                log.warning("could not renew the lease of submission %s: %s", self.submission_id, loggable(exc))
+                # Tried again soon, not a beat later: one renewal that failed must not lose the lease.
+                if every == self.lease_s / 3:
+                    log.warning("could not renew the lease of submission %s: %s", self.submission_id, loggable(exc))
+                every = min(1.0, self.lease_s / 6)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from app.db import session_scope
+from app.db import database_unavailable, exc_text, session_scope
 from app.worker.claims import claim_next, requeue_orphans, worker_id
 from app.worker.grading import GradingJob
 from app.worker.sweeper import OrphanSweeper
@@ -49,6 +49,7 @@ class EmbeddedPool:
 
     def _loop(self, slot: int) -> None:
         worker = worker_id(slot)
+        unavailable = False  # the database is down: one line when it goes, one when it is back
         while not self._stop.is_set():
             try:
                 with session_scope(self.job.session_factory) as session:
@@ -56,13 +57,20 @@ class EmbeddedPool:
                     job_id = claim_next(
                         session,
                         worker=worker,
-                        lease_s=settings.grading_lease_s,
+                        lease_s=settings.job_lease_s,
                         max_attempts=settings.max_grading_attempts,
                     )
+                if unavailable:
+                    log.info("worker %s: the database answers again", worker)
+                    unavailable = False
                 if job_id is not None:
                     self.job.run(job_id, worker)
                     continue
-            except Exception:  # keep the worker alive; the job's lease makes it claimable again
-                log.exception("worker %s failed", worker)
+            except Exception as exc:  # keep the worker alive; the job's lease makes it claimable again
+                if not database_unavailable(exc):
+                    log.exception("worker %s failed", worker)
+                elif not unavailable:
+                    log.warning("worker %s: database unavailable (%s); polling it", worker, exc_text(exc))
+                    unavailable = True
             self._wake.wait(self.poll_s)
             self._wake.clear()

@@ -8,8 +8,10 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -71,13 +73,14 @@ class PrivateRedis:
 
 
 class Process:
-    """`python -m app.cli.main ARGS` in a session of its own, stdout and stderr in ``log``."""
+    """`python -m app.cli.main ARGS` in a session of its own, stdout and stderr in ``log``; ``prefix`` runs it
+    through a command that ends by exec'ing it (so its pid is the process's own, e.g. `other_host`'s)."""
 
-    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], log: Path, prefix: tuple[str, ...] = ()) -> None:
         self.log = log
         with log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "app.cli.main", *args],
+                [*prefix, sys.executable, "-m", "app.cli.main", *args],
                 cwd=REPO,
                 env={**os.environ, **env},
                 stdout=out,
@@ -108,6 +111,19 @@ class Process:
 
     def text(self) -> str:
         return self.log.read_text(errors="replace")
+
+
+def other_host(name: str) -> tuple[str, ...]:
+    """A command prefix that runs a process under another host name (a UTS namespace of its own), as a worker on a
+    second machine would be: what it claims says ``name:pid:slot``. Skips where namespaces cannot be made."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is missing")
+    candidates = [("unshare", "--uts"), ("unshare", "--user", "--map-root-user", "--uts")]
+    for base in candidates:
+        probe = subprocess.run([*base, "hostname", name], capture_output=True, check=False)
+        if probe.returncode == 0:
+            return (*base, "sh", "-c", f'hostname {name} && exec "$@"', "sh")
+    pytest.skip("cannot create a UTS namespace here (unshare refused)")
 
 
 def statuses(sessions: sessionmaker[Session], ids: list[int]) -> dict[int, str]:
@@ -188,3 +204,78 @@ def depth_below(root: int, pid: int) -> int:
             return 0
         current, depth = stat[0], depth + 1
     return depth if current == root else 0
+
+
+class TcpProxy:
+    """A TCP relay on 127.0.0.1 in front of a real server (the shared PostgreSQL), which the test can cut: every
+    open connection is reset and new ones are refused, as when the server is stopped or its host is gone, without
+    touching the server others use. ``restore`` listens again on the same port."""
+
+    def __init__(self, upstream_host: str, upstream_port: int) -> None:
+        self.upstream = (upstream_host, upstream_port)
+        self.port = free_port()
+        self._lock = threading.Lock()
+        self._sockets: set[socket.socket] = set()
+        self._listener: socket.socket | None = None
+
+    def start(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(128)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), name="proxy-accept", daemon=True).start()
+
+    def cut(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked on it
+            listener.close()
+        with self._lock:
+            doomed, self._sockets = self._sockets, set()
+        for sock in doomed:
+            # SO_LINGER 0: a reset, not a polite FIN, like a server that vanished.
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    restore = start
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.upstream, timeout=10)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                if self._listener is not listener:  # cut meanwhile
+                    client.close()
+                    upstream.close()
+                    continue
+                self._sockets.update((client, upstream))
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(src, dst), name="proxy-pipe", daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (src, dst):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+            with self._lock:
+                self._sockets.discard(src)
+                self._sockets.discard(dst)
