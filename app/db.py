@@ -79,6 +79,16 @@ def database_unavailable(exc: BaseException) -> bool:
     return any(marker in text for marker in _BUSY_MARKERS)
 
 
+def disk_full(exc: BaseException) -> bool:
+    """The database refusing a write because its disk is full (SQLite's SQLITE_FULL, PostgreSQL's SQLSTATE 53100)."""
+    if not isinstance(exc, OperationalError):
+        return False
+    orig = exc.orig
+    if getattr(orig, "sqlite_errorname", None) == "SQLITE_FULL":
+        return True
+    return getattr(orig, "sqlstate", None) == "53100" or "database or disk is full" in str(orig)
+
+
 def exc_text(exc: BaseException) -> str:
     """The driver's message of a database error on one line, without SQLAlchemy's statement and link."""
     return " ".join(str(getattr(exc, "orig", None) or exc).split())

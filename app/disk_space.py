@@ -3,9 +3,9 @@
 Two layers. ``DiskSpaceGuard`` (an ASGI middleware) refuses a writing request (POST, PUT, PATCH, DELETE) before it
 is read while the data dir's file system has less than ``min_free_disk_bytes`` free: on SQLite that is where the
 database lives, and on any backend where problem-set versions are unpacked for grading; refusing early keeps room
-for the grades of work already accepted. Reads still work. ``disk_full`` recognises the database's own "disk full"
-(SQLite's SQLITE_FULL, PostgreSQL's SQLSTATE 53100) for a write that races past the guard or a database whose disk
-is elsewhere; the transaction was rolled back, so nothing of the request was stored.
+for the grades of work already accepted. Reads still work. The database's own "disk full" (``app.db.disk_full``),
+for a write that races past the guard or a database whose disk is elsewhere, is the same 507 through the one
+error handling in ``app.error_format``.
 """
 
 from __future__ import annotations
@@ -15,16 +15,14 @@ import os
 import time
 from pathlib import Path
 
-from fastapi import FastAPI, Request, Response
-from sqlalchemy.exc import OperationalError
+from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.error_format import error_bytes
+from app.error_format import DISK_FULL_MESSAGE, DISK_FULL_RETRY_AFTER_S, error_bytes
 
 log = logging.getLogger(__name__)
-RETRY_AFTER_S = 60
+RETRY_AFTER_S = DISK_FULL_RETRY_AFTER_S
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-MESSAGE = "the server's disk is full: nothing was stored; try again later"
 
 
 def free_bytes(path: Path) -> int:
@@ -32,18 +30,8 @@ def free_bytes(path: Path) -> int:
     return stat.f_bavail * stat.f_frsize
 
 
-def disk_full(exc: BaseException) -> bool:
-    """True for the database refusing a write because its disk is full."""
-    if not isinstance(exc, OperationalError):
-        return False
-    orig = exc.orig
-    if getattr(orig, "sqlite_errorname", None) == "SQLITE_FULL":
-        return True
-    return getattr(orig, "sqlstate", None) == "53100" or "database or disk is full" in str(orig)
-
-
 def insufficient_storage_body() -> bytes:
-    return error_bytes(507, MESSAGE, type="insufficient_storage")
+    return error_bytes(507, DISK_FULL_MESSAGE, type="insufficient_storage")
 
 
 class DiskSpaceGuard:
@@ -85,13 +73,5 @@ async def send_insufficient_storage(send: Send) -> None:
 
 
 def install(app: FastAPI, data_dir: Path, min_free_bytes: int) -> None:
-    """The guard as a middleware, and the database's own "disk full" as a 507 instead of a 500."""
+    """The guard as a middleware (the database's own "disk full" is a 507 in app.error_format)."""
     app.add_middleware(DiskSpaceGuard, data_dir=data_dir, min_free_bytes=min_free_bytes)
-
-    @app.exception_handler(OperationalError)
-    async def database_refused(request: Request, exc: OperationalError) -> Response:
-        if not disk_full(exc):
-            raise exc  # not ours: the generic server-error handling applies
-        log.error("the database's disk is full: %s", exc.orig)
-        return Response(insufficient_storage_body(), status_code=507, media_type="application/json",
-                        headers={"Retry-After": str(RETRY_AFTER_S)})  # fmt: skip

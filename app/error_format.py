@@ -29,7 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.db import database_unavailable, exc_text
+from app.db import database_unavailable, disk_full, exc_text
 from app.deps import get_principal
 from app.errors import DomainError
 from app.request_id import current_request_id
@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 # How long a client should wait before retrying after a 503 (a lock held by a migration or a backup).
 RETRY_AFTER_S = 2
+# A full disk (app.disk_space's guard, or the database's own refusal): try again once an operator has made room.
+DISK_FULL_RETRY_AFTER_S = 60
+DISK_FULL_MESSAGE = "the server's disk is full: nothing was stored; try again later"
 
 
 class ErrorItem(BaseModel):
@@ -198,6 +201,12 @@ def _response_for(exc: Exception, scope: Scope) -> JSONResponse:
         log.info("client disconnected before its request body was read: %s", where)
         item = {"loc": ["body"], "msg": "the request body was not received in full", "type": type_for_status(400)}
         return error_response(400, [item])
+    if disk_full(exc):
+        # A write that raced past app.disk_space's guard, or a database whose disk is elsewhere: the transaction
+        # was rolled back, so nothing of the request was stored.
+        log.error("the database's disk is full for %s: %s", where, exc_text(exc))
+        item = {"loc": [], "msg": DISK_FULL_MESSAGE, "type": "insufficient_storage"}
+        return error_response(507, [item], {"Retry-After": str(DISK_FULL_RETRY_AFTER_S)})
     if database_unavailable(exc):
         log.warning("database busy or unavailable for %s: %s", where, exc_text(exc))
         msg = "the database is busy or unavailable; nothing was changed, retry shortly"
