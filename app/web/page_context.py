@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.courses import service as courses
 from app.courses.access import Access, access_for
-from app.courses.models import Assignment
+from app.courses.models import Assignment, Offering
 from app.courses.policy import policy_for
 from app.gradebook import service as gradebook
 from app.gradebook.service import Progress
@@ -42,6 +42,12 @@ class SetCard:
     best_total: float
     max_total: float
     pending: int = 0  # problems awaiting hand grading, left out of best_total
+    zone: str = "UTC"  # the offering's time zone: dates are shown in it unless the browser told its own
+
+
+def offering_zone(session: Session, offering_id: int | None) -> str:
+    offering = session.get(Offering, offering_id) if offering_id is not None else None
+    return offering.time_zone if offering is not None else "UTC"
 
 
 def set_cards(session: Session, *, user: User) -> list[SetCard]:
@@ -69,6 +75,7 @@ def set_cards(session: Session, *, user: User) -> list[SetCard]:
                 best_total=sum(p.best_score or 0.0 for pid, p in mine.items() if pid not in pending),
                 pending=len(pending),
                 max_total=sum(float(v) for v in points.values()),
+                zone=offering_zone(session, assignment.offering_id),
             )
         )
     return cards
@@ -128,6 +135,7 @@ def set_page(
     return {
         "set": view,
         "offering": found.assignment.offering_id,
+        "zone": offering_zone(session, found.assignment.offering_id),
         "progress": progress,
         "pending": pending_manual(session, progress),
     }
@@ -194,6 +202,7 @@ class SubmissionPage:
     owner: User | None = None  # shown to instructors only
     rubric: list[dict[str, Any]] = field(default_factory=list)
     rubric_points: float = 0.0
+    zone: str = "UTC"  # the offering's time zone
 
 
 def submission_page(session: Session, settings: Settings, *, user: User, submission_id: int) -> SubmissionPage:
@@ -209,12 +218,18 @@ def submission_page(session: Session, settings: Settings, *, user: User, submiss
         problem_title=problem.title if problem else sub.problem_id,
         language=loaded.spec.language,
         queue_ahead=_queue_ahead(session, sub) if sub.status == Status.QUEUED else None,
+        zone=_submission_zone(session, sub),
     )
     if seal.staff:
         page.owner = session.get(User, sub.user_id)
         page.rubric = [item.model_dump() for item in problem.rubric] if problem else []
         page.rubric_points = gradebook.rubric_points(sub)
     return page
+
+
+def _submission_zone(session: Session, sub: Submission) -> str:
+    assignment = session.get(Assignment, sub.assignment_id) if sub.assignment_id is not None else None
+    return offering_zone(session, assignment.offering_id if assignment is not None else None)
 
 
 def _queue_ahead(session: Session, sub: Submission) -> int:
