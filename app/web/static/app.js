@@ -153,6 +153,17 @@
     update();
   }
 
+  // The browser's time zone, for the server to show dates in (without this script: each offering's zone).
+  function rememberZone() {
+    var zone = "";
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { return; }
+    if (!/^[A-Za-z0-9_+\/-]{1,64}$/.test(zone)) return;
+    if (document.cookie.split("; ").indexOf("tz=" + zone) === -1) {
+      document.cookie = "tz=" + zone + "; path=/; max-age=31536000; samesite=lax";
+    }
+  }
+  rememberZone();
+
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll(".rubric-form").forEach(setUpRubric);
     document.querySelectorAll(".answer-form input[type=file][id$='-file']").forEach(setUpCodeForm);
