@@ -121,6 +121,7 @@ def page_context(request: Request) -> dict[str, Any]:
         "html_lang": html_lang(locale),
         "languages": LANGUAGES,
         "viewer_zone": viewer_zone(request),
+        "script_messages": script_messages(locale),
     }
 
 
@@ -232,6 +233,30 @@ VERDICTS = {
     "internal_error": N_("internal error"),
 }
 STATUSES = {"queued": N_("queued"), "running": N_("running"), "graded": N_("graded"), "error": N_("error")}
+KINDS = {"fill_in": N_("fill-in"), "choice": N_("choice"), "code": N_("code"), "manual": N_("by hand")}
+# The page script's words (static/app.js), handed to it translated in a JSON block of base.html; "{name}" stays.
+SCRIPT_MESSAGES = (
+    N_("formula (scrolls sideways)"),
+    N_("read as:"),
+    N_("cannot read this yet:"),
+    N_("bytes"),
+    N_("characters"),
+    N_("Graded:"),
+    N_("Grading now."),
+    N_("Grading failed."),
+    N_("The file {name} will be sent; the text box is set aside."),
+)
+
+
+@functools.cache
+def script_messages(locale: str) -> dict[str, str]:
+    tr = translations(locale)
+    return {message: tr.gettext(message) for message in SCRIPT_MESSAGES}
+
+
+@pass_context
+def kind_filter(context: Context, value: str) -> str:
+    return _of(context).gettext(KINDS[value]) if value in KINDS else value.replace("_", "-")
 
 
 @pass_context

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from gettext import NullTranslations
 from typing import Any
 
 from sqlalchemy import func, select
@@ -110,6 +111,7 @@ def set_page(
     offering_id: int | None = None,
     typed: dict[str, list[str]] | None = None,
     typed_problem: str | None = None,
+    tr: NullTranslations | None = None,
 ) -> dict[str, Any]:
     """The student view of a set with each blank in its prompt, the last answers filled in and marked.
 
@@ -131,7 +133,7 @@ def set_page(
         problem["given"] = mine.answers
         problem["last_code"] = mine.code
         problem["marks"] = mine.marks
-        _place_blanks(problem, slug=view["id"], mine=mine)
+        _place_blanks(problem, slug=view["id"], mine=mine, tr=tr)
     return {
         "set": view,
         "offering": found.assignment.offering_id,
@@ -172,7 +174,7 @@ def _latest(session: Session, loaded: LoadedSet, access: Access, submission_id: 
     return Latest(answers={str(k): str(v) for k, v in (answers or {}).items()}, code=code or "", marks=marks)
 
 
-def _place_blanks(problem: dict[str, Any], *, slug: str, mine: Latest) -> None:
+def _place_blanks(problem: dict[str, Any], *, slug: str, mine: Latest, tr: NullTranslations | None) -> None:
     """Render the prompt with its blanks in place; parts not placed there (options, no marker) go below it."""
     parts = problem.get("parts", []) if problem["takes"] == "answers" else []
     inline = {
@@ -183,6 +185,7 @@ def _place_blanks(problem: dict[str, Any], *, slug: str, mine: Latest) -> None:
             given=mine.answers.get(part["id"], ""),
             mark=mine.marks.get(part["id"]),
             multi_part=len(parts) > 1,
+            tr=tr,
         )
         for part in parts
         if part["widget"] != "options"

@@ -69,10 +69,13 @@ templates.env.filters["when"] = i18n.when_filter
 templates.env.filters["due"] = i18n.due_filter
 templates.env.filters["verdict"] = i18n.verdict_filter
 templates.env.filters["status"] = i18n.status_filter
+templates.env.filters["kind"] = i18n.kind_filter
 templates.env.filters["when_in"] = _when_in
 templates.env.filters["points"] = _points
 templates.env.filters["score"] = _score
-templates.env.filters["feedback_summary"] = summarize
+templates.env.filters["feedback_summary"] = pass_context(
+    lambda context, checks: summarize(checks, i18n.translations(context.get("locale") or i18n.DEFAULT_LOCALE))
+)
 
 
 def render_fragment(request: Request, template: str, **context: Any) -> str:

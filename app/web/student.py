@@ -50,7 +50,9 @@ def set_page(
     request: Request, slug: str, user: WebUser, session: WebSession, settings: WebSettings, offering: RowIdQuery = None
 ) -> Response:
     """A set's problems with their prompts and answer forms (``offering`` when it is in several of yours)."""
-    context = page_context.set_page(session, settings, user=user, slug=slug, offering_id=offering)
+    context = page_context.set_page(
+        session, settings, user=user, slug=slug, offering_id=offering, tr=i18n.for_request(request)
+    )
     return render(request, "set.html", math=True, **context)
 
 
@@ -78,7 +80,8 @@ def submit(
         }
         code = form.get("code")
         context = page_context.set_page(session, settings, user=user, slug=slug, offering_id=_offering_field(form),
-                                        typed=typed, typed_problem=problem_id)  # fmt: skip
+                                        typed=typed, typed_problem=problem_id,
+                                        tr=i18n.for_request(request))  # fmt: skip
         error = i18n.refusal_message(request, exc, zone=context["zone"])
         return render(request, "set.html", exc.status_code, math=True, error_problem=problem_id, error=error,
                       typed_code=code if isinstance(code, str) else "", **context)  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,7 +14,9 @@ from babel.messages.pofile import read_po
 from starlette.requests import Request
 
 from app.courses.policy import InvalidFormat, TooManyAttempts
+from app.submissions.schemas import CheckPublic
 from app.web import i18n
+from app.web.feedback import summarize
 from app.web.rendering import templates
 from tests.conftest import REPO
 from tests.web.conftest import login
@@ -42,6 +45,32 @@ def test_every_page_string_is_in_the_catalog_translated_and_it_compiles() -> Non
     missing = sorted(messages - in_catalog)
     assert not missing, f"not in the zh_CN catalog (run `make i18n` and translate): {missing}"
     assert i18n.catalog_problems() == []
+
+
+STUDENT_TEMPLATES = (
+    "base",
+    "index",
+    "set",
+    "submission",
+    "history",
+    "login",
+    "logout",
+    "error",
+    "_result",
+    "_language",
+)
+_JINJA = re.compile(r"\{%-?\s*trans\b.*?\{%-?\s*endtrans\s*-?%\}|\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
+_WORDS_ATTR = re.compile(r'\b(?:aria-label|title|placeholder|alt)="([^"]*)"')
+
+
+@pytest.mark.parametrize("name", STUDENT_TEMPLATES)
+def test_the_student_templates_have_no_english_left_outside_gettext(name: str) -> None:
+    """Text and labelling attributes, once the Jinja parts and the tags are taken out, hold no English words."""
+    source = _JINJA.sub("\x00", (REPO / "app/web/templates" / f"{name}.html").read_text(encoding="utf-8"))
+    attributes = [a for a in _WORDS_ATTR.findall(source) if re.search(r"[A-Za-z]{2,}", a) and "\x00" not in a]
+    text = re.sub(r"&[a-z]+;", " ", re.sub(r"<[^>]*>", " ", source, flags=re.S))
+    words = [w for w in re.findall(r"[A-Za-z]{2,}", text) if w != "autograder"]  # the product's name
+    assert not words and not attributes, f"{name}.html: wrap in _() or {{% trans %}}: {words} {attributes}"
 
 
 def test_a_catalog_with_a_broken_placeholder_does_not_compile(tmp_path: Path) -> None:
@@ -112,6 +141,15 @@ def test_plurals_in_templates() -> None:
     assert render(source, n=3, locale="zh_CN") == "3 道题 · 1 分 · 2.5 分"
 
 
+def test_the_words_the_code_feedback_adds_and_the_script_messages_are_translated() -> None:
+    fields = {"category": "code", "score": 0.0, "max_score": 1.0, "visibility": "visible", "duration_ms": 1.0}
+    checks = [CheckPublic(name=n, passed=False, feedback="SyntaxError: line 1", **fields) for n in ("a", "b")]
+    assert summarize(checks).headline_check == "all 2 failing checks"
+    assert summarize(checks, i18n.translations("zh_CN")).headline_check == "全部 2 项未通过的检查"
+    assert i18n.script_messages("zh_CN")["read as:"] == "识别为："
+    assert set(i18n.script_messages("en").values()) == set(i18n.SCRIPT_MESSAGES)
+
+
 def request_with(headers: dict[str, str]) -> Request:
     raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
     return Request({"type": "http", "method": "GET", "path": "/", "headers": raw, "query_string": b""})
@@ -155,6 +193,8 @@ def test_the_pages_follow_the_switcher_else_accept_language(client, accounts, ba
     client.get("/language/zh_CN", follow_redirects=False)
     index = client.get("/").text
     assert "<h1>习题集</h1>" in index and re.search(r"\d+ 道题", index)
+    words = re.search(r'<script type="application/json" id="script-messages">(.*?)</script>', index)
+    assert words and json.loads(words.group(1))["read as:"] == "识别为："  # the page script's words, for app.js
     # The switcher is no open redirect, and an unknown language is a page, not a cookie.
     for target in ("//evil.example/", "https://evil.example/", "/\\evil.example"):
         away = client.get("/language/en", params={"next": target}, follow_redirects=False)
