@@ -273,6 +273,15 @@ def status_filter(context: Context, value: str | None) -> str:
     return _of(context).gettext(STATUSES[value]) if value in STATUSES else value
 
 
+# The web form's fixed refusals (app/submissions/intake.py raises them in English; the set page shows them in the
+# viewer's language; tests/web/test_i18n.py checks each is still raised there word for word).
+FORM_MESSAGES = (
+    N_("Fill in at least one answer before submitting."),
+    N_("Send either a file or pasted code, not both (clear the text box or the file)."),
+    N_("Choose a .py file or paste your code."),
+)
+
+
 def refusal_message(request: Request, exc: Exception, *, zone: str | None = None) -> str:
     """The set page's message for a refused answer (malformed, no attempts left, cooldown), translated.
 
@@ -299,7 +308,8 @@ def refusal_message(request: Request, exc: Exception, *, zone: str | None = None
                 "no attempts left at %(problem)s: all %(num)d are used",
                 n,
             ) % {"problem": exc.problem_id, "num": n}
-    return str(getattr(exc, "message", exc))
+    message = str(getattr(exc, "message", exc))
+    return tr.gettext(message) if message in FORM_MESSAGES else message
 
 
 def catalog_problems() -> list[str]:

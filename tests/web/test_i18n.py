@@ -14,6 +14,7 @@ from babel.messages.pofile import read_po
 from starlette.requests import Request
 
 from app.courses.policy import InvalidFormat, TooManyAttempts
+from app.errors import Invalid
 from app.submissions.schemas import CheckPublic
 from app.web import i18n
 from app.web.feedback import summarize
@@ -166,6 +167,15 @@ def test_refusals_are_said_in_the_viewers_language_and_zone() -> None:
     wait = TooManyAttempts("x", retry_after=10800, next_attempt_at=ready, problem_id="q2")
     message = i18n.refusal_message(zh, wait, zone="UTC")
     assert "Asia/Shanghai" in message and message.endswith("（3 小时后）")
+
+
+def test_the_web_forms_fixed_refusals_are_translated_and_still_raised_as_listed() -> None:
+    intake = (REPO / "app/submissions/intake.py").read_text(encoding="utf-8")
+    zh = request_with({"Accept-Language": "zh-CN"})
+    for message in i18n.FORM_MESSAGES:
+        assert f'"{message}"' in intake, f"intake.py no longer says {message!r}: update FORM_MESSAGES"
+        assert i18n.refusal_message(zh, Invalid(message)) != message
+    assert i18n.refusal_message(zh, Invalid("something else")) == "something else"
 
 
 @pytest.mark.parametrize(
