@@ -6,6 +6,7 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from babel.messages.extract import extract_from_dir
@@ -13,8 +14,11 @@ from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po
 from starlette.requests import Request
 
+from app.courses import service as courses
+from app.courses.models import Assignment
 from app.courses.policy import InvalidFormat, TooManyAttempts
 from app.errors import Invalid
+from app.problemsets.models import ProblemSet
 from app.submissions.schemas import CheckPublic
 from app.web import i18n
 from app.web.feedback import summarize
@@ -214,3 +218,26 @@ def test_the_pages_follow_the_switcher_else_accept_language(client, accounts, ba
     # The login page, before any session, is translated too.
     client.cookies.clear()
     assert "邮箱" in client.get("/login", headers={"Accept-Language": "zh"}).text
+
+
+@sqlite_only
+def test_a_due_date_is_shown_in_the_offerings_zone_else_the_browsers_with_how_far_off(  # type: ignore[no-untyped-def]
+    client, accounts, basic_set, sessions
+) -> None:
+    due = datetime.now(UTC) + timedelta(days=2, hours=5)
+    with sessions() as session:
+        courses.home_offering(session).time_zone = "Asia/Shanghai"
+        problem_set = session.query(ProblemSet).filter_by(slug="basic").one()
+        assignment_id = courses.default_assignment(session, problem_set).id
+        session.get(Assignment, assignment_id).due_at = due
+        session.commit()
+    login(client, accounts["alice"])
+    local = due.astimezone(ZoneInfo("Asia/Shanghai")).strftime("%Y-%m-%d %H:%M")
+    # Without the page script's cookie: the offering's zone, named, and "in 2 days" beside it.
+    assert f"due {local} Asia/Shanghai (in 2 days)" in client.get("/").text
+    assert f"due {local} Asia/Shanghai (in 2 days)" in client.get("/sets/basic").text
+    client.cookies.set("tz", "America/New_York")
+    new_york = due.astimezone(ZoneInfo("America/New_York")).strftime("%Y-%m-%d %H:%M")
+    assert f"due {new_york} America/New_York (in 2 days)" in client.get("/").text
+    client.cookies.set("lang", "zh_CN")
+    assert f"截止 {new_york} America/New_York (2 天后)" in client.get("/").text
