@@ -62,7 +62,7 @@ i18n: $(STAMP)
 	@mkdir -p build
 	$(BIN)/pybabel -q extract -F $(I18N)/babel.cfg --no-location --sort-output --no-wrap --project autograder \
 	  -o build/messages.pot .
-	$(BIN)/pybabel -q update -i build/messages.pot -d $(I18N) --no-wrap --ignore-obsolete
+	$(BIN)/pybabel -q update -i build/messages.pot -d $(I18N) --no-wrap --ignore-obsolete --ignore-pot-creation-date
 	$(BIN)/python -m app.web.i18n
 
 clean:
