@@ -77,6 +77,8 @@ def _create_accounts(database_url: str) -> None:
     with make_session_factory(engine)() as session:
         create_user(session, email="student@example.com", role=Role.STUDENT, password=PASSWORD, display_name="Mei Lin")
         create_user(session, email="bob@example.com", role=Role.STUDENT, password=PASSWORD, display_name="Bob Ray")
+        # Only the courses walk puts dana in its second offering: the other tests' students stay in one offering.
+        create_user(session, email="dana@example.com", role=Role.STUDENT, password=PASSWORD, display_name="Dana Wu")
         create_user(session, email="teacher@example.com", role=Role.INSTRUCTOR, password=PASSWORD)
         create_user(session, email="admin@example.com", role=Role.ADMIN, password=PASSWORD)  # creates courses
         session.commit()

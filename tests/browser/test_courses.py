@@ -1,7 +1,7 @@
 """The issue's "Done when", through the pages alone in Chromium.
 
 An admin creates a second course and offering, imports a roster CSV with its preview, assigns attention (due in a
-week, 3 attempts, the answer key after the due date) and ch9, gives bob a 2-day extension and sends the new
+week, 3 attempts, the answer key after the due date) and ch9, gives dana a 2-day extension and sends the new
 student an invitation link; a student of the other offering sees nothing of it. The new student sets her password
 from the link, and at ch9 q1: a malformed answer uses no attempt, 4/5 does not show the answer key, the fourth
 attempt is refused with a clear message.
@@ -23,7 +23,7 @@ Q1_FOUR_OF_FIVE = {"b1": "sqrt(d_k)", "b2": "V", "b3": "查找的信息", "b4": 
 # Fresh names per run: a kept server (AUTOGRADER_TEST_BROWSER_ROOT) runs the test again on the same database.
 RUN = uuid.uuid4().hex[:6]
 CAROL = f"carol-{RUN}@example.com"
-ROSTER = f"\ufeffemail,name,section,role\nbob@example.com,Bob Ray,S1,student\n{CAROL},Carol Diaz,S2,student\n"
+ROSTER = f"\ufeffemail,name,section,role\ndana@example.com,Dana Wu,S1,student\n{CAROL},Carol Diaz,S2,student\n"
 
 
 def _local(days: float) -> str:
@@ -76,11 +76,11 @@ def test_a_second_course_runs_through_the_pages(new_page: Any) -> None:
 
     admin.goto(settings_url)
     overrides = admin.locator("form[action$='/overrides']")
-    overrides.get_by_label("Student email").fill("bob@example.com")
+    overrides.get_by_label("Student email").fill("dana@example.com")
     overrides.get_by_label("New due date").fill(_local(9))
     overrides.get_by_label("Note").fill("2-day extension")
     overrides.get_by_role("button", name="Add override").click()
-    expect(admin.locator("tbody tr", has_text="bob@example.com")).to_contain_text("2-day extension")
+    expect(admin.locator("tbody tr", has_text="dana@example.com")).to_contain_text("2-day extension")
     shot(admin, "43-override")
 
     # A student of the other (demo) offering sees nothing of the new one.
