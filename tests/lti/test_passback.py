@@ -159,3 +159,39 @@ def test_a_regrade_under_a_late_penalty_posts_the_new_score(lti_client, platform
     again = _scores(lti_client, platform, item, 2)
     assert again[-1]["scoreGiven"] == pytest.approx(1.2)  # 2 points, two days late at 20 % a day
     assert again[-1]["timestamp"] > again[0]["timestamp"]
+
+
+def test_a_database_outage_is_logged_once_when_it_goes_and_once_when_it_is_back(lti_settings, sessions, caplog) -> None:  # type: ignore[no-untyped-def]
+    """The sender's database refuses connections for several polls (a closed port), then answers again: one
+    warning and one info line, no traceback per poll; another failure still gets its traceback."""
+    import logging
+    import socket
+
+    from app.db import make_engine, make_session_factory
+    from app.lti.sender import PassbackSender
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    dead = make_engine(f"postgresql+psycopg://postgres@127.0.0.1:{port}/gone")
+    sender = PassbackSender(lti_settings, make_session_factory(dead))
+    caplog.set_level(logging.INFO, logger="app.lti.sender")
+    try:
+        assert [sender.poll() for _ in range(4)] == [0, 0, 0, 0]
+        sender.session_factory = sessions  # the database is back
+        assert sender.poll() == 0 and sender.poll() == 0
+    finally:
+        dead.dispose()
+    mine = [r for r in caplog.records if r.name == "app.lti.sender"]
+    lines = [(r.levelname, r.getMessage(), r.exc_info is not None) for r in mine]
+    assert len(lines) == 2, lines
+    assert lines[0][0] == "WARNING" and "database unavailable" in lines[0][1] and not lines[0][2]
+    assert lines[1] == ("INFO", "LTI passback sender: the database answers again", False)
+
+    def broken() -> int:
+        raise RuntimeError("a bug")
+
+    caplog.clear()
+    sender.run_once = broken  # type: ignore[method-assign]
+    assert sender.poll() == 0
+    assert [r.exc_info is not None for r in caplog.records if r.name == "app.lti.sender"] == [True]
