@@ -1,4 +1,5 @@
-"""The passback job: a worker thread that posts due scores to the platforms' line items and schedules retries.
+"""The LTI job: a worker thread that posts due scores to the platforms' line items and schedules retries, and runs
+the roster syncs instructors queued (app.lti.roster_sync.run_due_syncs).
 
 The shape of app.webhooks.sender: rows are claimed with a conditional UPDATE (several senders never post one
 attempt twice), 429 and 5xx (and no answer) are retried after the next delay with +-20 % jitter or after the
@@ -21,6 +22,7 @@ from app.db import session_scope, utcnow
 from app.lti.adapters import DatabaseToolConf
 from app.lti.keys import key_store
 from app.lti.models import LtiContext, LtiPassback, LtiPlatform, LtiResourceLink, LtiUser
+from app.lti.roster_sync import run_due_syncs
 from app.lti.services import PlatformClient, ServiceError
 from app.retrying import MAX_RETRY_AFTER_S, OutageLog, retry_after
 
@@ -55,7 +57,7 @@ class PassbackSender:
         return self.outage.run(self.run_once)
 
     def run_once(self, limit: int = 20) -> int:
-        """Post the due scores this sender can claim; returns how many attempts it made."""
+        """Post the due scores this sender can claim, then run the due roster syncs; returns how many it did."""
         with self.session_factory() as session:
             due = list(
                 session.scalars(
@@ -70,7 +72,8 @@ class PassbackSender:
             if self._claim(row_id):
                 self._attempt(row_id)
                 made += 1
-        return made
+        # The roster syncs instructors asked for run in this job too (not in their request).
+        return made + run_due_syncs(self.session_factory, self.tool_conf)
 
     def _claim(self, row_id: int) -> bool:
         now = utcnow()

@@ -173,7 +173,7 @@ def link_answer(
 # --- the instructor's LMS page of an offering: grade passback state, retry, roster sync ----------------------------
 
 
-def _lms_page(request: Request, session: Session, user: User, offering_id: int, notice: str = "") -> Response:
+def _lms_page(request: Request, session: Session, user: User, offering_id: int) -> Response:
     access = access_for(session, user)
     offering = courses.get_offering(session, access, offering_id, Action.GRADEBOOK)
     values = registration.tool_values(request.app.state.settings)
@@ -181,8 +181,8 @@ def _lms_page(request: Request, session: Session, user: User, offering_id: int, 
         request, "lti/offering.html", offering=offering, rows=passback.offering_passbacks(session, offering.id),
         values=values,
         contexts=roster_sync.contexts_of(session, offering.id), can_retry=access.can(offering.id, Action.GRADE),
-        can_sync=access.can(offering.id, Action.ROSTER), notice=notice,
-        all_offerings=courses_list(session) if user.is_admin else [],
+        can_sync=access.can(offering.id, Action.ROSTER),
+        all_offerings=courses_list(session) if user.is_admin else [], sync=roster_sync.sync_state(session, offering.id),
     )  # fmt: skip
 
 
@@ -212,17 +212,14 @@ def retry_passback(
 
 @router.post("/offerings/{offering_id}/lti/sync")
 def sync_roster(
-    request: Request, offering_id: RowId, form: CheckedForm, user: WebInstructor, session: WebSession,
-    settings: WebSettings,
-) -> Response:  # fmt: skip
-    """Fetch the roster from the LMS (NRPS, every page) and apply it (instructors)."""
+    request: Request, offering_id: RowId, form: CheckedForm, user: WebInstructor, session: WebSession
+) -> Response:
+    """Queue a roster sync from the LMS (NRPS, every page), run by the LTI job; the page shows its state."""
     access = access_for(session, user)
     courses.get_offering(session, access, offering_id, Action.ROSTER)
-    keys = key_store(settings.data_dir, settings.lti_key_grace_s)
-    result = roster_sync.sync_offering(session, DatabaseToolConf(request.app.state.session_factory, keys), offering_id)
+    roster_sync.queue_sync(session, offering_id)
     session.commit()
-    notice = f"Roster synced: {result.added} added, {result.updated} updated, {result.dropped} dropped."
-    return _lms_page(request, session, user, offering_id, notice=notice)
+    return RedirectResponse(f"/offerings/{offering_id}/lti", status_code=303)
 
 
 @router.post("/offerings/{offering_id}/lti/contexts/{context_id}/link")
