@@ -16,6 +16,7 @@ from app.courses.access import operator_access
 from app.courses.models import Assignment, Counts, Course, MemberRole, Offering, Release
 from app.courses.permissions import Action
 from app.errors import DomainError
+from app.gradebook.overrides import affected_users, rescore
 
 courses_app = typer.Typer(help="Courses (admins).", no_args_is_help=True)
 offerings_app = typer.Typer(help="Offerings (terms) of a course.", no_args_is_help=True)
@@ -293,6 +294,7 @@ def add_override(
                 time_multiplier=time_multiplier,
                 note=note,
             )
+            rescore(session, row, affected_users(session, override))  # late penalties and LMS scores
             session.commit()
         except DomainError as exc:
             raise _fail(exc) from exc

@@ -41,6 +41,7 @@ from app.deps import PrincipalDep, RowId, SessionDep, SettingsDep
 from app.error_format import error_responses
 from app.errors import Forbidden, Invalid, NotFound
 from app.gradebook import service as gradebook
+from app.gradebook.overrides import affected_users, rescore
 from app.gradebook.schemas import Gradebook
 from app.problemsets.models import ProblemSetVersion
 from app.users import invitations
@@ -404,6 +405,7 @@ def add_override(
         time_multiplier=body.time_multiplier,
         note=body.note,
     )
+    rescore(session, assignment, affected_users(session, override))  # late penalties and LMS scores, same transaction
     session.commit()
     return OverridePublic.model_validate(override)
 
@@ -411,7 +413,8 @@ def add_override(
 @router.delete("/overrides/{override_id}", status_code=204)
 def delete_override(override_id: RowId, principal: PrincipalDep, session: SessionDep) -> None:
     """Remove an override; the member falls back to their section's or the assignment's settings."""
-    service.delete_override(session, principal.access, override_id)
+    override = service.delete_override(session, principal.access, override_id)
+    rescore(session, override.assignment, affected_users(session, override))  # late penalties and LMS scores
     session.commit()
 
 

@@ -454,12 +454,15 @@ def set_override(
     return override
 
 
-def delete_override(session: Session, access: Access, override_id: int) -> None:
+def delete_override(session: Session, access: Access, override_id: int) -> Override:
+    """Remove an override; returns it (deleted) so the caller can rescore whom it applied to."""
     override = session.get(Override, override_id)
     offering_id = override.assignment.offering_id if override is not None else None
     access.require(offering_id, Action.OVERRIDES, f"no override {override_id}")
+    assert override is not None
     session.delete(override)
     session.flush()
+    return override
 
 
 def problem_set_by_slug(session: Session, slug: str) -> ProblemSet:

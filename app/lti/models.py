@@ -137,3 +137,26 @@ class LtiPassback(Base):
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     changed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class LtiRosterSync(Base):
+    """The roster sync an instructor asked for, run by the LTI job (app.lti.sender), one row per offering, updated.
+
+    ``version`` grows with every request; a run records the version it started with, so a request that lands while
+    a sync is running makes it run again (the shape of LtiPassback).
+    """
+
+    __tablename__ = "lti_roster_sync"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    offering_id: Mapped[int] = mapped_column(ForeignKey("offering.id", ondelete="CASCADE"), unique=True)
+    # pending (due at next_attempt_at), running (claimed until next_attempt_at), done, failed
+    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    requested_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True, index=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    added: Mapped[int] = mapped_column(Integer, default=0)
+    updated: Mapped[int] = mapped_column(Integer, default=0)
+    dropped: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -17,7 +17,7 @@ from app.courses import service as courses
 from app.courses.access import access_for
 from app.courses.models import Assignment, MemberRole, Membership, MemberSource, MemberStatus, Offering
 from app.courses.permissions import STAFF_ROLES
-from app.errors import NotFound
+from app.errors import Forbidden, NotFound
 from app.lti.models import LtiContext, LtiPlatform, LtiResourceLink, LtiUser
 from app.lti.registration import platform_for
 from app.lti.tool import Launch, LaunchRefused
@@ -70,12 +70,60 @@ def lti_user(session: Session, *, issuer: str, sub: str, email: str, name: str) 
     return user
 
 
-def _context(session: Session, platform: LtiPlatform, launch: Launch, role: MemberRole) -> LtiContext:
+def instructed_offerings(session: Session, user_id: int) -> list[Offering]:
+    """The offerings the user instructs (an active instructor membership): where they may link an LMS course."""
+    return list(
+        session.scalars(
+            select(Offering)
+            .join(Membership, Membership.offering_id == Offering.id)
+            .where(
+                Membership.user_id == user_id, Membership.status == MemberStatus.ACTIVE,
+                Membership.role == MemberRole.INSTRUCTOR,
+            )
+            .order_by(Offering.id)
+        )
+    )  # fmt: skip
+
+
+def link_choices(session: Session, launch: Launch) -> list[Offering]:
+    """The offerings the launching instructor may link this launch's LMS course to, when it is linked to none yet
+    and its instructor has an account here that instructs some; empty: the launch goes on (and makes a new one)."""
+    if not launch.context_id or map_role(launch.roles) is not MemberRole.INSTRUCTOR:
+        return []
+    platform = platform_for(session, launch.issuer, launch.client_id)
+    known = session.scalar(
+        select(LtiContext.id).where(LtiContext.platform_id == platform.id, LtiContext.context_id == launch.context_id)
+    )
+    link = session.scalar(select(LtiUser).where(LtiUser.issuer == launch.issuer, LtiUser.sub == launch.sub))
+    user = session.get(User, link.user_id) if link is not None else None
+    if known is not None or user is None or not user.is_active:
+        return []
+    return instructed_offerings(session, user.id)
+
+
+def existing_lti_user(session: Session, launch: Launch) -> User:
+    """The account already linked to the launch's (issuer, sub); the launch was refused if there is none."""
+    link = session.scalar(select(LtiUser).where(LtiUser.issuer == launch.issuer, LtiUser.sub == launch.sub))
+    user = session.get(User, link.user_id) if link is not None else None
+    if user is None or not user.is_active:
+        raise LaunchRefused("this LMS account has no active account here; open the tool from the LMS again")
+    return user
+
+
+def _context(
+    session: Session, platform: LtiPlatform, launch: Launch, role: MemberRole, user: User, link_to: int | None
+) -> LtiContext:
     if not launch.context_id:
         raise LaunchRefused("the launch names no course (context claim); launch the tool from inside a course")
     ctx = session.scalar(
         select(LtiContext).where(LtiContext.platform_id == platform.id, LtiContext.context_id == launch.context_id)
     )
+    if ctx is None and link_to is not None:
+        # The instructor's choice on the link page: only an offering they instruct (checked again here, at the write).
+        if role is not MemberRole.INSTRUCTOR or link_to not in {o.id for o in instructed_offerings(session, user.id)}:
+            raise Forbidden("you may link an LMS course only to an offering you instruct")
+        ctx = LtiContext(platform_id=platform.id, context_id=launch.context_id, offering_id=link_to)
+        session.add(ctx)
     if ctx is None:
         if role not in STAFF_ROLES:
             raise LaunchRefused("this course is not set up here yet: your instructor opens the tool from the LMS first")
@@ -164,16 +212,22 @@ class Provisioned:
     assignment: Assignment | None
 
 
-def provision(session: Session, launch: Launch) -> Provisioned:
-    """Apply a validated launch: user, offering, membership and (for a resource link) the assignment."""
+def provision(session: Session, launch: Launch, *, link_to: int | None = None) -> Provisioned:
+    """Apply a validated launch: user, offering, membership and (for a resource link) the assignment.
+
+    ``link_to``: the offering (one the launching instructor instructs) that an LMS course not linked yet is linked
+    to, instead of a new one (the instructor's choice among ``link_choices``).
+    """
     platform = platform_for(session, launch.issuer, launch.client_id)
     role = map_role(launch.roles)
     if launch.message_type == DEEP_LINKING and role not in STAFF_ROLES:
         raise LaunchRefused("only instructors pick problem sets for the LMS (deep linking)")
-    ctx = _context(session, platform, launch, role)
+    if not launch.context_id:
+        raise LaunchRefused("the launch names no course (context claim); launch the tool from inside a course")
     user = lti_user(session, issuer=launch.issuer, sub=launch.sub, email=launch.email, name=launch.name)
     if not user.is_active:
         raise LaunchRefused("this account is disabled here; ask an administrator")
+    ctx = _context(session, platform, launch, role, user, link_to)
     offering = session.get(Offering, ctx.offering_id)
     assert offering is not None
     lis = launch.body.get("https://purl.imsglobal.org/spec/lti/claim/lis") or {}
@@ -187,3 +241,14 @@ def provision(session: Session, launch: Launch) -> Provisioned:
     )
     assignment = _assignment(session, ctx, launch, role, user) if launch.message_type == RESOURCE_LINK else None
     return Provisioned(user=user, membership=member, context=ctx, assignment=assignment)
+
+
+def relink(session: Session, ctx: LtiContext, offering: Offering) -> None:
+    """An admin moves an LMS course to another offering: its launches land there from now on, and each of its
+    resource links opens the same set assigned in that offering (assigned there if it was not)."""
+    ctx.offering_id = offering.id
+    for link in session.scalars(select(LtiResourceLink).where(LtiResourceLink.context_id == ctx.id)):
+        old = session.get(Assignment, link.assignment_id)
+        assert old is not None
+        link.assignment_id = courses.ensure_assigned(session, offering=offering, problem_set=old.problem_set).id
+    session.flush()

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.courses.models import MemberRole, Membership, MemberSource, MemberStatus, Offering
@@ -20,11 +22,12 @@ from app.courses.permissions import STAFF_ROLES
 from app.db import session_scope, utcnow
 from app.errors import DomainError
 from app.lti.adapters import DatabaseToolConf
-from app.lti.models import LtiContext, LtiPlatform, LtiUser
+from app.lti.models import LtiContext, LtiPlatform, LtiRosterSync, LtiUser
 from app.lti.provision import lti_user, map_role, upsert_member
 from app.lti.services import PlatformClient, ServiceError
 
 log = logging.getLogger(__name__)
+CLAIM_S = 300  # a sync claimed longer ago than this (its process died) is taken over
 
 
 @dataclass
@@ -130,3 +133,90 @@ def sync_in_background(factory: sessionmaker[Session], tool_conf: DatabaseToolCo
             sync_offering(session, tool_conf, offering_id)
     except Exception as exc:
         log.warning("LTI roster sync after a launch failed: %s: %s", type(exc).__name__, exc)
+
+
+# --- the queued sync an instructor asks for on the LMS page (run by the LTI job, app.lti.sender) -------------------
+
+
+def queue_sync(session: Session, offering_id: int) -> None:
+    """Ask for a roster sync of the offering (due now); asking again while one runs makes it run once more."""
+    values = {"offering_id": offering_id, "status": "pending", "version": 0, "requested_at": utcnow(),
+              "added": 0, "updated": 0, "dropped": 0}  # fmt: skip
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    session.execute(insert(LtiRosterSync).values(**values).on_conflict_do_nothing(index_elements=["offering_id"]))
+    row = session.scalar(select(LtiRosterSync).where(LtiRosterSync.offering_id == offering_id))
+    assert row is not None
+    row.version += 1
+    row.requested_at = utcnow()
+    if row.status != "running":  # a running sync sees the new version when it finishes and is due again
+        row.status, row.next_attempt_at, row.last_error = "pending", utcnow(), None
+    session.flush()
+
+
+def sync_state(session: Session, offering_id: int) -> LtiRosterSync | None:
+    return session.scalar(select(LtiRosterSync).where(LtiRosterSync.offering_id == offering_id))
+
+
+def run_due_syncs(factory: sessionmaker[Session], tool_conf: DatabaseToolConf, limit: int = 5) -> int:
+    """Run the due roster syncs this process can claim (conditional UPDATE); returns how many it ran."""
+    now = utcnow()
+    with factory() as session:
+        due = list(
+            session.scalars(
+                select(LtiRosterSync.id)
+                .where(LtiRosterSync.status.in_(("pending", "running")), LtiRosterSync.next_attempt_at <= now)
+                .order_by(LtiRosterSync.next_attempt_at)
+                .limit(limit)
+            )
+        )
+    ran = 0
+    for row_id in due:
+        claimed = _claim(factory, row_id)
+        if claimed is not None:
+            _run(factory, tool_conf, row_id, *claimed)
+            ran += 1
+    return ran
+
+
+def _claim(factory: sessionmaker[Session], row_id: int) -> tuple[int, int] | None:
+    """(offering id, version) of a sync this process now runs, or None when another took it."""
+    now = utcnow()
+    with session_scope(factory) as session:
+        result = session.execute(
+            update(LtiRosterSync)
+            .where(
+                LtiRosterSync.id == row_id, LtiRosterSync.next_attempt_at <= now,
+                or_(LtiRosterSync.status == "pending", LtiRosterSync.status == "running"),
+            )
+            .values(status="running", next_attempt_at=now + timedelta(seconds=CLAIM_S))
+        )  # fmt: skip
+        if getattr(result, "rowcount", 0) != 1:
+            return None
+        row = session.get(LtiRosterSync, row_id)
+        assert row is not None
+        return row.offering_id, row.version
+
+
+def _run(factory: sessionmaker[Session], tool_conf: DatabaseToolConf, row_id: int, offering_id: int,
+         version: int) -> None:  # fmt: skip
+    error: str | None = None
+    result = SyncResult()
+    try:
+        with session_scope(factory) as session:
+            result = sync_offering(session, tool_conf, offering_id)
+    except DomainError as exc:
+        error = exc.message[:2000]
+    except Exception as exc:
+        log.exception("LTI roster sync of offering %s failed", offering_id)
+        error = f"the sync failed: {type(exc).__name__}"
+    with session_scope(factory) as session:
+        row = session.get(LtiRosterSync, row_id, with_for_update=True)
+        if row is None:
+            return  # the offering is gone
+        row.finished_at, row.last_error = utcnow(), error
+        row.added, row.updated, row.dropped = result.added, result.updated, result.dropped
+        if row.version != version:  # asked again while this one ran: once more, now
+            row.status, row.next_attempt_at = "pending", utcnow()
+        else:
+            row.status, row.next_attempt_at = ("failed" if error else "done"), None

@@ -1,4 +1,5 @@
-"""The passback job: a worker thread that posts due scores to the platforms' line items and schedules retries.
+"""The LTI job: a worker thread that posts due scores to the platforms' line items and schedules retries, and runs
+the roster syncs instructors queued (app.lti.roster_sync.run_due_syncs).
 
 The shape of app.webhooks.sender: rows are claimed with a conditional UPDATE (several senders never post one
 attempt twice), 429 and 5xx (and no answer) are retried after the next delay with +-20 % jitter or after the
@@ -21,8 +22,9 @@ from app.db import session_scope, utcnow
 from app.lti.adapters import DatabaseToolConf
 from app.lti.keys import key_store
 from app.lti.models import LtiContext, LtiPassback, LtiPlatform, LtiResourceLink, LtiUser
+from app.lti.roster_sync import run_due_syncs
 from app.lti.services import PlatformClient, ServiceError
-from app.webhooks.sender import MAX_RETRY_AFTER_S, _retry_after
+from app.retrying import MAX_RETRY_AFTER_S, OutageLog, retry_after
 
 log = logging.getLogger(__name__)
 CLAIM_S = 120
@@ -33,6 +35,7 @@ class PassbackSender:
         self.settings, self.session_factory = settings, session_factory
         self.tool_conf = DatabaseToolConf(session_factory, key_store(settings.data_dir, settings.lti_key_grace_s))
         self._stop = threading.Event()
+        self.outage = OutageLog(log, "LTI passback sender")  # the database down: one line when it goes, one when back
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -46,16 +49,15 @@ class PassbackSender:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            try:
-                sent = self.run_once()
-            except Exception:
-                log.exception("LTI passback sender failed; trying again")
-                sent = 0
-            if not sent:
+            if not self.poll():
                 self._stop.wait(self.settings.webhook_poll_s)
 
+    def poll(self) -> int:
+        """One round of the loop: ``run_once``; a failure is logged (a database outage once) and counts as 0."""
+        return self.outage.run(self.run_once)
+
     def run_once(self, limit: int = 20) -> int:
-        """Post the due scores this sender can claim; returns how many attempts it made."""
+        """Post the due scores this sender can claim, then run the due roster syncs; returns how many it did."""
         with self.session_factory() as session:
             due = list(
                 session.scalars(
@@ -70,7 +72,8 @@ class PassbackSender:
             if self._claim(row_id):
                 self._attempt(row_id)
                 made += 1
-        return made
+        # The roster syncs instructors asked for run in this job too (not in their request).
+        return made + run_due_syncs(self.session_factory, self.tool_conf)
 
     def _claim(self, row_id: int) -> bool:
         now = utcnow()
@@ -109,7 +112,7 @@ class PassbackSender:
             client = PlatformClient(platform, self.tool_conf)
         status: int | None = None
         error: str | None = None
-        retry_after: float | None = None
+        wait_s: float | None = None
         try:
             if sub is None:
                 raise ServiceError("the user has no LMS identity on this platform any more", 404)
@@ -125,10 +128,10 @@ class PassbackSender:
                     )
             status = client.post_score(lineitem, score)
         except ServiceError as exc:
-            status, error, retry_after = exc.status, str(exc)[:2000], _retry_after(exc.retry_after)
+            status, error, wait_s = exc.status, str(exc)[:2000], retry_after(exc.retry_after)
         finally:
             client.close()
-        self._record(row_id, version, status, error, retry_after)
+        self._record(row_id, version, status, error, wait_s)
 
     def _record(
         self, row_id: int, version: int, status: int | None, error: str | None, retry_after: float | None

@@ -118,6 +118,21 @@ def validate_launch(
     return claims_of(body, launch_id)
 
 
+def cached_launch(factory: sessionmaker[Session], keys: KeyStore, launch_id: str) -> Launch:
+    """A launch validated earlier in this browser's session, as pylti1p3's storage keeps it (an hour at most)."""
+    request = _request({}, {}, True)
+    storage = DatabaseLaunchStorage(factory)
+    try:
+        launch = FastApiMessageLaunch.from_cache(
+            launch_id, request, DatabaseToolConf(factory, keys), session_service=SingleUseNonces(request, storage),
+            cookie_service=CollectingCookies(request),
+        )  # fmt: skip
+        body: dict[str, Any] = dict(launch.get_launch_data())
+    except LtiException as exc:
+        raise LaunchRefused(f"this launch is over or unknown ({exc}); open the tool from the LMS again") from exc
+    return claims_of(body, launch_id)
+
+
 def claims_of(body: dict[str, Any], launch_id: str = "") -> Launch:
     aud = body.get("aud")
     context = body.get(CLAIM + "context") or {}

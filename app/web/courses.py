@@ -19,6 +19,7 @@ from app.courses.permissions import Action
 from app.courses.schemas import Policy
 from app.deps import RowId
 from app.errors import DomainError, Forbidden, Invalid
+from app.gradebook.overrides import affected_users, rescore
 from app.gradebook.row import student_row
 from app.problemsets.models import ProblemSet
 from app.users import invitations
@@ -424,7 +425,7 @@ def add_override(
     try:
         email = _text(form, "email")
         member = courses.find_member(session, assignment.offering, member_id=None, email=email) if email else None
-        courses.set_override(
+        override = courses.set_override(
             session,
             assignment=assignment,
             member=member,
@@ -435,6 +436,7 @@ def add_override(
             time_multiplier=_multiplier(_text(form, "time_multiplier")),
             note=_text(form, "note")[:300],
         )
+        rescore(session, assignment, affected_users(session, override))  # late penalties and LMS scores
     except (ValueError, DomainError) as exc:
         session.rollback()
         message = exc.message if isinstance(exc, DomainError) else f"Not understood: {exc}"

@@ -13,27 +13,31 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 from starlette.background import BackgroundTask
 
+from app.config import Settings
 from app.courses import service as courses
 from app.courses.access import access_for
-from app.courses.models import MemberRole
+from app.courses.models import MemberRole, Offering
 from app.courses.permissions import STAFF_ROLES, Action
 from app.deps import RowId
-from app.errors import Forbidden
+from app.errors import Forbidden, Invalid, NotFound
 from app.lti import deep_linking, passback, registration, roster_sync, tool
 from app.lti import provision as lti_provision
 from app.lti.adapters import DatabaseToolConf
-from app.lti.keys import key_store
+from app.lti.keys import KeyStore, key_store
+from app.lti.models import LtiContext
 from app.users.models import User
 from app.users.service import start_session
-from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings, rotate_csrf
+from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings, WebUser, rotate_csrf
 from app.web.page_route import WebRoute
 from app.web.rendering import render
 
 log = logging.getLogger(__name__)
 DEEP_LINK_KEY = "lti_deep_link"
+LINK_KEY = "lti_link_launch"
 router = APIRouter(route_class=WebRoute, tags=["lti"])
 
 
@@ -86,10 +90,25 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
     claims = tool.validate_launch(
         request.app.state.session_factory, keys, params=params, cookies=request.cookies, secure=_secure(request)
     )
+    choices = lti_provision.link_choices(session, claims)
+    if choices:
+        # An LMS course not linked yet, launched by an instructor who teaches offerings here: they choose first
+        # (link it to one of theirs, or a new offering). Nothing is written until they do.
+        user = lti_provision.existing_lti_user(session, claims)
+        start_session(request.session, user)  # nothing from before the launch carries over (session fixation)
+        rotate_csrf(request)
+        request.session[LINK_KEY] = claims.launch_id
+        return RedirectResponse("/lti/link", status_code=303)
     done = lti_provision.provision(session, claims)
     session.commit()  # now: the roster sync below runs after the response, in a session of its own
     start_session(request.session, done.user)  # nothing from before the launch carries over (session fixation)
     rotate_csrf(request)
+    return _land(request, done, claims, keys)
+
+
+def _land(request: Request, done: lti_provision.Provisioned, claims: tool.Launch, keys: KeyStore) -> Response:
+    """Where a provisioned launch goes: the deep-link picker, the assignment or the offering (and, for staff, a
+    roster sync after the response)."""
     log.info(
         "LTI launch of user %s into offering %s", done.user.id, done.context.offering_id,
         extra={"fields": {"event": "lti_launch", "user_id": done.user.id, "offering_id": done.context.offering_id,
@@ -112,10 +131,49 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
     return response
 
 
+# --- the first instructor launch from an LMS course: link it to an offering of theirs, or a new one -------------
+
+
+def _link_launch(request: Request, session: Session, user: User, settings: Settings) -> tuple[tool.Launch, KeyStore]:
+    launch_id = request.session.get(LINK_KEY)
+    if not isinstance(launch_id, str):
+        raise tool.LaunchRefused("no LMS launch waits for a choice in this session; open the tool from the LMS again")
+    keys = key_store(settings.data_dir, settings.lti_key_grace_s)
+    claims = tool.cached_launch(request.app.state.session_factory, keys, launch_id)
+    if lti_provision.existing_lti_user(session, claims).id != user.id:
+        raise tool.LaunchRefused("this launch belongs to another account; open the tool from the LMS again")
+    return claims, keys
+
+
+@router.get("/lti/link")
+def link_page(request: Request, user: WebUser, session: WebSession, settings: WebSettings) -> Response:
+    """Link the LMS course to one of the offerings this instructor teaches, or make a new offering for it."""
+    claims, _ = _link_launch(request, session, user, settings)
+    return render(
+        request, "lti/link.html", offerings=lti_provision.instructed_offerings(session, user.id),
+        lms_course=claims.context_title or claims.context_label or claims.context_id,
+    )  # fmt: skip
+
+
+@router.post("/lti/link")
+def link_answer(
+    request: Request, form: CheckedForm, user: WebUser, session: WebSession, settings: WebSettings
+) -> Response:
+    """Provision the waiting launch into the chosen offering (only one the user instructs) or a new one."""
+    claims, keys = _link_launch(request, session, user, settings)
+    choice = str(form.get("offering") or "")
+    if choice != "new" and not choice.isdigit():
+        raise Invalid("choose an offering, or a new one", field="offering")
+    done = lti_provision.provision(session, claims, link_to=None if choice == "new" else int(choice))
+    session.commit()
+    request.session.pop(LINK_KEY, None)  # one answer per launch
+    return _land(request, done, claims, keys)
+
+
 # --- the instructor's LMS page of an offering: grade passback state, retry, roster sync ----------------------------
 
 
-def _lms_page(request: Request, session: Session, user: User, offering_id: int, notice: str = "") -> Response:
+def _lms_page(request: Request, session: Session, user: User, offering_id: int) -> Response:
     access = access_for(session, user)
     offering = courses.get_offering(session, access, offering_id, Action.GRADEBOOK)
     values = registration.tool_values(request.app.state.settings)
@@ -123,8 +181,14 @@ def _lms_page(request: Request, session: Session, user: User, offering_id: int, 
         request, "lti/offering.html", offering=offering, rows=passback.offering_passbacks(session, offering.id),
         values=values,
         contexts=roster_sync.contexts_of(session, offering.id), can_retry=access.can(offering.id, Action.GRADE),
-        can_sync=access.can(offering.id, Action.ROSTER), notice=notice,
+        can_sync=access.can(offering.id, Action.ROSTER),
+        all_offerings=courses_list(session) if user.is_admin else [], sync=roster_sync.sync_state(session, offering.id),
     )  # fmt: skip
+
+
+def courses_list(session: Session) -> list[Offering]:
+    """Every offering, for an admin's relink form."""
+    return list(session.scalars(select(Offering).order_by(Offering.id)))
 
 
 @router.get("/offerings/{offering_id}/lti")
@@ -148,17 +212,35 @@ def retry_passback(
 
 @router.post("/offerings/{offering_id}/lti/sync")
 def sync_roster(
-    request: Request, offering_id: RowId, form: CheckedForm, user: WebInstructor, session: WebSession,
-    settings: WebSettings,
-) -> Response:  # fmt: skip
-    """Fetch the roster from the LMS (NRPS, every page) and apply it (instructors)."""
+    request: Request, offering_id: RowId, form: CheckedForm, user: WebInstructor, session: WebSession
+) -> Response:
+    """Queue a roster sync from the LMS (NRPS, every page), run by the LTI job; the page shows its state."""
     access = access_for(session, user)
     courses.get_offering(session, access, offering_id, Action.ROSTER)
-    keys = key_store(settings.data_dir, settings.lti_key_grace_s)
-    result = roster_sync.sync_offering(session, DatabaseToolConf(request.app.state.session_factory, keys), offering_id)
+    roster_sync.queue_sync(session, offering_id)
     session.commit()
-    notice = f"Roster synced: {result.added} added, {result.updated} updated, {result.dropped} dropped."
-    return _lms_page(request, session, user, offering_id, notice=notice)
+    return RedirectResponse(f"/offerings/{offering_id}/lti", status_code=303)
+
+
+@router.post("/offerings/{offering_id}/lti/contexts/{context_id}/link")
+def relink_context(
+    request: Request, offering_id: RowId, context_id: RowId, form: CheckedForm, user: WebInstructor,
+    session: WebSession,
+) -> Response:  # fmt: skip
+    """Move a linked LMS course to another offering (admins): its launches and resource links land there."""
+    if not user.is_admin:
+        raise Forbidden("only admins move an LMS course to another offering")
+    ctx = session.get(LtiContext, context_id)
+    if ctx is None or ctx.offering_id != offering_id:
+        raise NotFound(f"no LMS course {context_id} in this offering", field="context_id", location="path")
+    target_id = str(form.get("offering") or "")
+    target = session.get(Offering, int(target_id)) if target_id.isdigit() else None
+    if target is None:
+        raise Invalid("choose an offering to link the LMS course to", field="offering")
+    lti_provision.relink(session, ctx, target)
+    session.commit()
+    log.info("LTI context %s moved from offering %s to %s by admin %s", ctx.id, offering_id, target.id, user.id)
+    return RedirectResponse(f"/offerings/{target.id}/lti", status_code=303)
 
 
 # --- deep linking: the instructor picks a set inside the LMS ------------------------------------------------------

@@ -16,7 +16,6 @@ import random
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
 
 import httpx
 from sqlalchemy import select, update
@@ -26,10 +25,11 @@ from standardwebhooks.webhooks import Webhook
 from app.config import Settings
 from app.courses.access import access_for
 from app.courses.permissions import Action
-from app.db import database_unavailable, exc_text, session_scope, utcnow
+from app.db import session_scope, utcnow
 from app.errors import DomainError
 from app.metrics.registry import WEBHOOK_DELIVERIES
 from app.problemsets.service import loaded_version
+from app.retrying import MAX_RETRY_AFTER_S, OutageLog, retry_after
 from app.submissions.models import Submission
 from app.submissions.presenter import submission_public
 from app.submissions.release import seal_for
@@ -40,13 +40,13 @@ from app.webhooks.targets import check_target
 log = logging.getLogger(__name__)
 _Outcome = tuple[int | None, str | None, float | None, float]
 CLAIM_S = 120  # a claimed attempt is not retried by another sender before this (timeout + margin)
-MAX_RETRY_AFTER_S = 86400
 
 
 class WebhookSender:
     def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
         self.settings, self.session_factory = settings, session_factory
         self._stop = threading.Event()
+        self.outage = OutageLog(log, "webhook sender")  # the database down: one line when it goes, one when back
         self._thread: threading.Thread | None = None
         self._http = httpx.Client(timeout=settings.webhook_timeout_s, follow_redirects=False)
 
@@ -61,22 +61,13 @@ class WebhookSender:
         self._http.close()
 
     def _loop(self) -> None:
-        unavailable = False  # the database is down: one line when it goes, one when it is back
         while not self._stop.is_set():
-            try:
-                sent = self.run_once()
-                if unavailable:
-                    log.info("webhook sender: the database answers again")
-                    unavailable = False
-            except Exception as exc:
-                if not database_unavailable(exc):
-                    log.exception("webhook sender failed; trying again")
-                elif not unavailable:
-                    log.warning("webhook sender: database unavailable (%s); trying again", exc_text(exc))
-                    unavailable = True
-                sent = 0
-            if not sent:
+            if not self.poll():
                 self._stop.wait(self.settings.webhook_poll_s)
+
+    def poll(self) -> int:
+        """One round of the loop: ``run_once``; a failure is logged (a database outage once) and counts as 0."""
+        return self.outage.run(self.run_once)
 
     def run_once(self, limit: int = 20) -> int:
         """Send the due deliveries this sender can claim; returns how many attempts it made."""
@@ -179,7 +170,7 @@ class WebhookSender:
         except httpx.HTTPError as exc:
             return None, f"{type(exc).__name__}: {exc}"[:300], None, (time.perf_counter() - start) * 1000
         latency_ms = (time.perf_counter() - start) * 1000
-        return resp.status_code, None, _retry_after(resp.headers.get("retry-after")), latency_ms
+        return resp.status_code, None, retry_after(resp.headers.get("retry-after")), latency_ms
 
     def _record(
         self, delivery_id: int, attempt: int, status_code: int | None, error: str | None,
@@ -227,19 +218,3 @@ def _owner_manages(session: Session, endpoint: WebhookEndpoint) -> bool:
     if owner is None or not owner.is_active:
         return False
     return access_for(session, owner, only_offering=endpoint.offering_id).can(endpoint.offering_id, Action.WEBHOOKS)
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Retry-After as seconds, or as an HTTP date; None when absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())

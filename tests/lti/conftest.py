@@ -81,8 +81,14 @@ class Posted:
     action: str
 
 
-def launch(client: TestClient, platform: TestPlatform, claims: dict[str, Any], tamper: str = "") -> Posted:
-    """Run one launch through the browser's three hops; returns our answer to the platform's form post."""
+def launch(
+    client: TestClient, platform: TestPlatform, claims: dict[str, Any], tamper: str = "", link: str | None = "new"
+) -> Posted:
+    """Run one launch through the browser's three hops; returns our answer to the platform's form post.
+
+    The first instructor launch from an LMS course asks which offering to link it to (/lti/link): ``link`` is the
+    answer given ("new", an offering id), and the answer's response is returned; None stops at the question.
+    """
     hint = platform.expect_launch(claims, tamper)
     init = client.get(
         "/lti/login",
@@ -98,4 +104,9 @@ def launch(client: TestClient, platform: TestPlatform, claims: dict[str, Any], t
     id_token = unescape(re.search(r'name="id_token" value="([^"]+)"', auth.text).group(1))  # type: ignore[union-attr]
     state = unescape(re.search(r'name="state" value="([^"]+)"', auth.text).group(1))  # type: ignore[union-attr]
     answer = client.post(urlsplit(action).path, data={"id_token": id_token, "state": state}, follow_redirects=False)
+    if link is not None and answer.status_code == 303 and answer.headers["location"] == "/lti/link":
+        page = client.get("/lti/link")
+        assert page.status_code == 200, page.text
+        token = page.text.split('name="csrf_token" value="')[1].split('"')[0]
+        answer = client.post("/lti/link", data={"csrf_token": token, "offering": link}, follow_redirects=False)
     return Posted(answer, id_token, state, urlsplit(action).path)

@@ -59,6 +59,7 @@ class TestPlatform:
         self.scores: dict[str, list[dict[str, Any]]] = {}
         self.score_failures: list[tuple[int, dict[str, str]]] = []  # answered before any score is accepted
         self.members: list[dict[str, Any]] = []
+        self.members_failures: list[int] = []  # statuses answered to membership requests before any roster
         self.page_size = 2
         self.tokens: dict[str, set[str]] = {}
         self.assertions: list[dict[str, Any]] = []
@@ -72,6 +73,7 @@ class TestPlatform:
             self.scores.clear()
             self.score_failures.clear()
             self.members.clear()
+            self.members_failures.clear()
             self.tokens.clear()
             self.assertions.clear()
             self.deep_link_responses.clear()
@@ -251,6 +253,10 @@ class _Handler(BaseHTTPRequestHandler):
         if url.path == "/memberships":
             if NRPS_SCOPE not in (self._scopes() or set()):
                 return self._send(401, {"error": "invalid token"})
+            with p.lock:
+                failure = p.members_failures.pop(0) if p.members_failures else None
+            if failure is not None:
+                return self._send(failure, {"error": "try later"})
             page = int(query.get("page", "1"))
             start = (page - 1) * p.page_size
             chunk = p.members[start : start + p.page_size]

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from app.lti.models import LtiPassback, LtiResourceLink
+from app.submissions.models import Grade
 from tests.lti.conftest import launch
 from tests.lti.platform import canvas_claims, moodle_claims
 
@@ -159,3 +160,70 @@ def test_a_regrade_under_a_late_penalty_posts_the_new_score(lti_client, platform
     again = _scores(lti_client, platform, item, 2)
     assert again[-1]["scoreGiven"] == pytest.approx(1.2)  # 2 points, two days late at 20 % a day
     assert again[-1]["timestamp"] > again[0]["timestamp"]
+
+
+def test_an_override_reposts_the_students_score(lti_client, platform, sessions, basic_set) -> None:  # type: ignore[no-untyped-def]
+    """A late submission (20 % a day, two days) posts 1.2; an extension for that student posts 2.0 (its late
+    penalty recomputed), and removing the extension posts 1.2 again."""
+    item_url = platform.add_lineitem("Homework 1", 8.0, "rl-1")
+    item = item_url.rsplit("/", 1)[1]
+    _course(lti_client, platform, lineitem=item_url)
+    teacher_cookies = dict(lti_client.cookies)
+    with sessions() as s:
+        assignment_id = s.scalar(select(LtiResourceLink.assignment_id))
+    due = (datetime.now(UTC) - timedelta(days=1.5)).isoformat()
+    changed = lti_client.patch(f"/api/v1/assignments/{assignment_id}",
+                               json={"due_at": due, "late_penalty_per_day": 0.2, "max_late_days": 10})  # fmt: skip
+    assert changed.status_code == 200, changed.text
+    _as_student(lti_client, platform, lineitem=item_url)
+    _submit(lti_client, "t2", {"b1": "B"})
+    assert _scores(lti_client, platform, item, 1)[0]["scoreGiven"] == pytest.approx(1.2)
+    lti_client.cookies.clear()
+    lti_client.cookies.update(teacher_cookies)
+    later = (datetime.now(UTC) + timedelta(days=3)).isoformat()
+    extension = lti_client.post(f"/api/v1/assignments/{assignment_id}/overrides",
+                                json={"email": "sam@uni.example", "due_at": later})  # fmt: skip
+    assert extension.status_code == 201, extension.text
+    extended = _scores(lti_client, platform, item, 2)[-1]
+    assert extended["userId"] == "s-1" and extended["scoreGiven"] == 2.0
+    gone = lti_client.delete(f"/api/v1/overrides/{extension.json()['id']}")
+    assert gone.status_code == 204, gone.text
+    assert _scores(lti_client, platform, item, 3)[-1]["scoreGiven"] == pytest.approx(1.2)
+    with sessions() as s:  # the stored grade counts what the LMS was sent
+        assert s.scalar(select(Grade.late_penalty)) == pytest.approx(0.4)
+
+
+def test_a_database_outage_is_logged_once_when_it_goes_and_once_when_it_is_back(lti_settings, sessions, caplog) -> None:  # type: ignore[no-untyped-def]
+    """The sender's database refuses connections for several polls (a closed port), then answers again: one
+    warning and one info line, no traceback per poll; another failure still gets its traceback."""
+    import logging
+    import socket
+
+    from app.db import make_engine, make_session_factory
+    from app.lti.sender import PassbackSender
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    dead = make_engine(f"postgresql+psycopg://postgres@127.0.0.1:{port}/gone")
+    sender = PassbackSender(lti_settings, make_session_factory(dead))
+    caplog.set_level(logging.INFO, logger="app.lti.sender")
+    try:
+        assert [sender.poll() for _ in range(4)] == [0, 0, 0, 0]
+        sender.session_factory = sessions  # the database is back
+        assert sender.poll() == 0 and sender.poll() == 0
+    finally:
+        dead.dispose()
+    mine = [r for r in caplog.records if r.name == "app.lti.sender"]
+    lines = [(r.levelname, r.getMessage(), r.exc_info is not None) for r in mine]
+    assert len(lines) == 2, lines
+    assert lines[0][0] == "WARNING" and "database unavailable" in lines[0][1] and not lines[0][2]
+    assert lines[1] == ("INFO", "LTI passback sender: the database answers again", False)
+
+    def broken() -> int:
+        raise RuntimeError("a bug")
+
+    caplog.clear()
+    sender.run_once = broken  # type: ignore[method-assign]
+    assert sender.poll() == 0
+    assert [r.exc_info is not None for r in caplog.records if r.name == "app.lti.sender"] == [True]

@@ -21,6 +21,11 @@ def _roster(sessions, offering_id: int) -> dict[str, tuple[str, str, str]]:  # t
         return {m.email: (m.role, m.status, m.name) for m in rows}
 
 
+def _run_job(client) -> int:  # type: ignore[no-untyped-def]
+    """One round of the LTI job (passbacks, then the queued roster syncs): what the worker thread does."""
+    return int(client.app.state.lti_passback.run_once())
+
+
 def test_sync_adds_updates_and_drops_but_never_staff(lti_client, platform, sessions, basic_set) -> None:  # type: ignore[no-untyped-def]
     teacher = _member("t-1", "Instructor", "prof@uni.example", "Ada Prof")
     platform.members[:] = [
@@ -49,9 +54,13 @@ def test_sync_adds_updates_and_drops_but_never_staff(lti_client, platform, sessi
     ]  # fmt: skip
     page = lti_client.get(f"/offerings/{offering}/lti")
     token = page.text.split('name="csrf_token" value="')[1].split('"')[0]
-    synced = lti_client.post(f"/offerings/{offering}/lti/sync", data={"csrf_token": token})
-    assert synced.status_code == 200, synced.text
-    assert "1 added, 1 updated, 2 dropped" in synced.text
+    queued = lti_client.post(f"/offerings/{offering}/lti/sync", data={"csrf_token": token}, follow_redirects=False)
+    assert queued.status_code == 303, queued.text  # queued: the request does not wait for the LMS
+    waiting = " ".join(lti_client.get(f"/offerings/{offering}/lti").text.split())
+    assert "Roster sync: queued" in waiting
+    assert _roster(sessions, offering)["s2@uni.example"][1] == MemberStatus.ACTIVE  # nothing applied yet
+    assert _run_job(lti_client) == 1
+    assert "1 added, 1 updated, 2 dropped" in lti_client.get(f"/offerings/{offering}/lti").text
     roster = _roster(sessions, offering)
     assert roster["s1@uni.example"] == (MemberRole.STUDENT, MemberStatus.ACTIVE, "Samuel One")
     assert roster["s2@uni.example"][1] == roster["s3@uni.example"][1] == MemberStatus.DROPPED
@@ -68,9 +77,30 @@ def test_an_empty_roster_drops_nobody_and_students_cannot_sync(lti_client, platf
     platform.members.clear()
     page = lti_client.get(f"/offerings/{offering}/lti")
     token = page.text.split('name="csrf_token" value="')[1].split('"')[0]
-    assert "0 dropped" in lti_client.post(f"/offerings/{offering}/lti/sync", data={"csrf_token": token}).text
+    lti_client.post(f"/offerings/{offering}/lti/sync", data={"csrf_token": token})
+    _run_job(lti_client)
+    assert "0 dropped" in lti_client.get(f"/offerings/{offering}/lti").text
     assert _roster(sessions, offering)["s1@uni.example"][1] == MemberStatus.ACTIVE
     lti_client.cookies.clear()
     assert launch(lti_client, platform, canvas_claims(platform, sub="s-1", role="Learner",
                                                       link="rl-1")).response.status_code == 303  # fmt: skip
     assert lti_client.get(f"/offerings/{offering}/lti").status_code == 403
+
+
+def test_a_failed_sync_shows_its_error_and_a_new_request_runs_again(lti_client, platform, sessions, basic_set) -> None:  # type: ignore[no-untyped-def]
+    platform.members[:] = [_member("s-1", "Learner", "s1@uni.example", "Sam One")]
+    posted = launch(lti_client, platform, canvas_claims(platform, sub="t-1", role="Instructor", link="rl-1",
+                                                        custom={"problem_set": "basic"}))  # fmt: skip
+    offering = int(posted.response.headers["location"].rsplit("=", 1)[1])
+    page = lti_client.get(f"/offerings/{offering}/lti")
+    token = page.text.split('name="csrf_token" value="')[1].split('"')[0]
+    platform.members_failures.append(503)
+    lti_client.post(f"/offerings/{offering}/lti/sync", data={"csrf_token": token})
+    assert _run_job(lti_client) == 1
+    page = lti_client.get(f"/offerings/{offering}/lti").text
+    assert "failed" in page and "the LMS did not give the roster" in page and "HTTP 503" in page
+    assert _run_job(lti_client) == 0  # a failed sync waits for the instructor
+    platform.members.append(_member("s-2", "Learner", "s2@uni.example", "Sue Two"))
+    lti_client.post(f"/offerings/{offering}/lti/sync", data={"csrf_token": token})
+    assert _run_job(lti_client) == 1
+    assert "1 added, 0 updated, 0 dropped" in lti_client.get(f"/offerings/{offering}/lti").text
