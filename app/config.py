@@ -20,6 +20,12 @@ class Settings(BaseSettings):
     dev_mode: bool = Field(default=False, description="relaxes safety checks; never in production")
     data_dir: Path = Field(default=Path("data"), description="SQLite file, secret key, problem-set cache")
     database_url: str | None = Field(default=None, description="default: sqlite:///<data_dir>/autograder.db")
+    database_connect_timeout_s: int = Field(
+        default=10, ge=2, le=600, description="PostgreSQL: a connection not made within this fails (a 503)"
+    )
+    database_statement_timeout_s: float = Field(
+        default=30.0, ge=0, description="PostgreSQL: a statement of the service running longer is cancelled; 0: off"
+    )
     broker_url: str | None = Field(default=None, description="Celery broker (redis://...); none = embedded workers")
     secret_key: SecretStr | None = Field(default=None, description="signs session cookies; default: generated once")
     sandbox: Literal["bwrap", "unsafe-local"] = Field(default="bwrap", description="unsafe-local needs dev_mode")
