@@ -36,7 +36,7 @@ class PasswordChecks:
     """At most ``limit`` password checks at once; the rest wait their turn in order of arrival."""
 
     def __init__(self, limit: int | None = None) -> None:
-        self.limit = limit or max(1, os.cpu_count() or 1)
+        self.limit = limit or _cores()
         self.waiting = 0  # logins waiting for their turn now
         self.dropped = 0  # logins dropped at their turn because their client had gone
         # One semaphore per event loop: an asyncio.Semaphore belongs to the loop it first waited on (one in a served
@@ -65,6 +65,13 @@ class PasswordChecks:
             return await run_in_threadpool(check, *args, **kwargs)
         finally:
             semaphore.release()
+
+
+def _cores() -> int:
+    """The cores this process may run on (a container's or taskset's share, not the host's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
 
 
 def password_checks(request: Request) -> PasswordChecks:
