@@ -20,6 +20,12 @@ class Settings(BaseSettings):
     dev_mode: bool = Field(default=False, description="relaxes safety checks; never in production")
     data_dir: Path = Field(default=Path("data"), description="SQLite file, secret key, problem-set cache")
     database_url: str | None = Field(default=None, description="default: sqlite:///<data_dir>/autograder.db")
+    database_connect_timeout_s: int = Field(
+        default=10, ge=2, le=600, description="PostgreSQL: a connection not made within this fails (a 503)"
+    )
+    database_statement_timeout_s: float = Field(
+        default=30.0, ge=0, description="PostgreSQL: a statement of the service running longer is cancelled; 0: off"
+    )
     broker_url: str | None = Field(default=None, description="Celery broker (redis://...); none = embedded workers")
     secret_key: SecretStr | None = Field(default=None, description="signs session cookies; default: generated once")
     sandbox: Literal["bwrap", "unsafe-local"] = Field(default="bwrap", description="unsafe-local needs dev_mode")
@@ -75,6 +81,9 @@ class Settings(BaseSettings):
     rate_logins_per_account: int = Field(default=10, ge=0, description="login attempts per window; 0 = no limit")
     rate_logins_per_address: int = Field(default=50, ge=0, description="login attempts per window; 0 = no limit")
     rate_login_window_s: int = Field(default=300, ge=1, le=86400)
+    password_checks: int | None = Field(
+        default=None, ge=1, le=1024, description="password checks (argon2) at once; default: the CPU cores"
+    )
     worker_metrics_port: int | None = Field(
         default=None, ge=1, le=65535, description="`autograder worker` serves /metrics on this port (no token)"
     )

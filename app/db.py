@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -40,7 +40,11 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, connect_timeout_s: int = 10, statement_timeout_s: float = 0) -> Engine:
+    """The engine of ``url``. PostgreSQL: a connection not made within ``connect_timeout_s`` fails (a server that
+    drops packets, or accepts and never answers, would otherwise hang the request for the kernel's minutes of TCP
+    retries), and with ``statement_timeout_s`` the server cancels a longer statement (0: none; only `serve` and the
+    workers set it, the migrations and the other commands run without)."""
     if url.startswith("sqlite"):
         # Enough connections for every request thread (anyio's 40) and the grading threads at once: a SQLite
         # connection costs little, and a request should wait for the database's lock, not for a free connection.
@@ -49,7 +53,31 @@ def make_engine(url: str) -> Engine:
         )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    # libpq's connect_timeout (whole seconds, at least 2) bounds the TCP connect and the startup exchange alike.
+    engine = create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=10,
+        max_overflow=10,
+        connect_args={"connect_timeout": max(2, int(connect_timeout_s))},
+    )
+    if statement_timeout_s > 0:
+        event.listen(engine, "connect", _statement_timeout(statement_timeout_s))
+    return engine
+
+
+def _statement_timeout(seconds: float) -> Callable[[Any, Any], None]:
+    # A SET on each new pooled connection (not libpq's `options`, which a URL may carry already), committed so that
+    # the pool's rollback on return keeps it.
+    milliseconds = max(1, round(seconds * 1000))
+
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"SET statement_timeout = {milliseconds}")
+        cursor.close()
+        dbapi_connection.commit()
+
+    return on_connect
 
 
 # What a locked, busy or unreachable database says (SQLite, psycopg): a retry later will succeed.
@@ -61,6 +89,8 @@ _BUSY_MARKERS = (
     "could not obtain lock",
     "connection refused",
     "could not connect",
+    "timeout expired",  # psycopg: connect_timeout passed (a blackholed server)
+    "canceling statement due to statement timeout",
     "server closed the connection",
     "terminating connection",
     "the database system is starting up",

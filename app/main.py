@@ -28,6 +28,7 @@ from app.ratelimit.service import build_limiter
 from app.request_id import RequestIdMiddleware
 from app.submissions.events import GradeEvents, RedisRelay
 from app.submissions.router import router as submissions_router
+from app.users.password_checks import PasswordChecks
 from app.users.router import router as users_router
 from app.web.too_large import HtmlTooLarge
 from app.webhooks.router import offering_router as offering_webhooks_router
@@ -106,6 +107,7 @@ def create_app(
     app.state.pool = pool
     app.state.grade_events = grade_events
     app.state.limiter = limiter
+    app.state.password_checks = PasswordChecks(settings.password_checks)
     app.state.webhook_sender = sender
     app.state.lti_passback = passback
     app.state.outbox = outbox

@@ -3,7 +3,8 @@ embedded server (SQLite, grading in the `serve` process) and the scale-out stack
 `autograder worker` processes). Not a test: a course runs it before a deadline to see what its machine takes.
 
 Each student is one bounded request loop with its own cookie jar, on 127.0.0.1 only: it logs in with its password
-(`POST /api/v1/auth/login`), reads the problem, posts a fill-in answer to ch9 q1 with ``?wait=10`` (a wrong blank
+(`POST /api/v1/auth/login`; with ``--login page`` through the login form instead: ``GET /login`` for its CSRF
+token, then ``POST /login``), reads the problem, posts a fill-in answer to ch9 q1 with ``?wait=10`` (a wrong blank
 first, then all right: two attempts), and every ``--q5-every``-th student also posts a q5 file of
 problems/attention (correct solutions and mutants in turn) and polls it until graded. Students start over
 ``--window`` seconds at a rate that rises towards the deadline at its end (start = window * sqrt(U), so half of them
@@ -21,7 +22,7 @@ the correct solutions), or one graded twice (a second set of check rows, a gradi
 submissions with one attempt number), read from the database after the run.
 
     .venv/bin/python -m bench.bench_class_load [--students 300] [--baseline 30] [--window 40] [--q5-every 10]
-        [--modes embedded,celery]
+        [--modes embedded,celery] [--login api|page]
 
 The Celery run uses ``AUTOGRADER_BENCH_REDIS_URL`` (default redis://127.0.0.1:6379/0), flushed first; PostgreSQL:
 ``AUTOGRADER_BENCH_POSTGRES_URL`` (a fresh database is created and dropped).
@@ -35,6 +36,7 @@ import contextlib
 import math
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -204,13 +206,29 @@ async def request(c: httpx.AsyncClient, tally: Tally, kind: str, method: str, pa
     raise AssertionError("unreachable")
 
 
-async def student(port: int, email: str, index: int, q5_every: int, start_s: float, tally: Tally) -> None:
-    await asyncio.sleep(start_s)
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=CLIENT_TIMEOUT_S) as c:
+async def log_in(c: httpx.AsyncClient, tally: Tally, email: str, login: str) -> str | None:
+    """The API's login, or the page's (the form with its CSRF token); None, or what went wrong."""
+    if login == "api":
         resp = await request(c, tally, "login", "POST", "/api/v1/auth/login",
                              json={"email": email, "password": PASSWORD})  # fmt: skip
-        if resp.status_code != 200:
-            tally.lost.append(f"{email}: login {resp.status_code} {resp.text[:200]}")
+        return None if resp.status_code == 200 else f"login {resp.status_code} {resp.text[:200]}"
+    page = await request(c, tally, "login page", "GET", "/login")
+    found = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+    if page.status_code != 200 or not found:
+        return f"login page {page.status_code}"
+    form = {"email": email, "password": PASSWORD, "csrf_token": found.group(1), "next": "/"}
+    resp = await request(c, tally, "login", "POST", "/login", data=form)
+    return None if resp.status_code == 303 else f"login form {resp.status_code} {resp.text[:200]}"
+
+
+async def student(
+    port: int, email: str, index: int, q5_every: int, start_s: float, tally: Tally, login: str = "api"
+) -> None:
+    await asyncio.sleep(start_s)
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=CLIENT_TIMEOUT_S) as c:
+        failed = await log_in(c, tally, email, login)
+        if failed is not None:
+            tally.lost.append(f"{email}: {failed}")
             return
         await request(c, tally, "read problem", "GET", "/api/v1/problem-sets/ch9/problems/q1")
         for attempt, answers in enumerate(FILL_IN):
@@ -241,11 +259,13 @@ async def student(port: int, email: str, index: int, q5_every: int, start_s: flo
         tally.lost.append(f"{email}: q5 #{sub_id} not graded within {GRADED_WITHIN_S:.0f} s")
 
 
-async def run_class(port: int, emails: list[str], window_s: float, q5_every: int, seed: int) -> Tally:
+async def run_class(
+    port: int, emails: list[str], window_s: float, q5_every: int, seed: int, login: str = "api"
+) -> Tally:
     tally = Tally()
     rng = random.Random(seed)
     starts = [window_s * math.sqrt(rng.random()) for _ in emails]  # density rising linearly to the deadline
-    await asyncio.gather(*(student(port, e, i, q5_every, starts[i], tally) for i, e in enumerate(emails)))
+    await asyncio.gather(*(student(port, e, i, q5_every, starts[i], tally, login) for i, e in enumerate(emails)))
     return tally
 
 
@@ -330,6 +350,7 @@ def main() -> None:
     parser.add_argument("--q5-every", type=int, default=10, help="every k-th student also submits q5")
     parser.add_argument("--modes", default="embedded,celery")
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument("--login", choices=("api", "page"), default="api", help="log in by the API or the form")
     args = parser.parse_args()
     fill_in_scores = expected_fill_in()
     failures: list[str] = []
@@ -341,7 +362,7 @@ def main() -> None:
             with stack(mode, url, Path(tmp_name)) as port:
                 for name, emails in classes.items():  # the baseline first, on a quiet stack; same window
                     started = time.perf_counter()
-                    tally = asyncio.run(run_class(port, emails, args.window, args.q5_every, args.seed))
+                    tally = asyncio.run(run_class(port, emails, args.window, args.q5_every, args.seed, args.login))
                     wall = time.perf_counter() - started
                     checked = verify(url, tally, fill_in_scores)
                     failures += report(f"{label}, {name}", len(emails), tally, checked, wall)

@@ -25,7 +25,8 @@ def settings_or_exit() -> Settings:
 def migrated_sessions(settings: Settings) -> sessionmaker[Session]:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     upgrade(settings.resolved_database_url)
-    return make_session_factory(make_engine(settings.resolved_database_url))
+    engine = make_engine(settings.resolved_database_url, connect_timeout_s=settings.database_connect_timeout_s)
+    return make_session_factory(engine)
 
 
 def resolve_set_dir(name_or_path: str, settings: Settings) -> Path:

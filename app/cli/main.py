@@ -125,7 +125,11 @@ def worker(
         from app.worker.celery_app import run_worker
 
         # Webhook deliveries are rows in the database: this worker sends them next to its Celery grading threads.
-        engine = make_engine(settings.resolved_database_url)
+        engine = make_engine(
+            settings.resolved_database_url,
+            connect_timeout_s=settings.database_connect_timeout_s,
+            statement_timeout_s=settings.database_statement_timeout_s,
+        )
         sender = WebhookSender(settings, make_session_factory(engine))
         passback = PassbackSender(settings, make_session_factory(engine))  # LMS grades, the same way
         sender.start()

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
@@ -12,15 +9,10 @@ from app.deps import CurrentUser, RowId, SessionDep, SessionUser
 from app.error_format import error_responses
 from app.errors import Unauthorized
 from app.users import service
+from app.users.password_checks import password_checks
 from app.users.schemas import LoginRequest, TokenCreate, TokenCreated, TokenPublic, UserPublic
 
 router = APIRouter(tags=["auth"])
-
-
-# argon2 costs about 0.1 s of CPU a check: a class logging in at once is checked one per core at a time, waiting here
-# on the event loop, rather than in every request thread (which would leave none for anything else: every other
-# request then waits for a thread while it holds its pooled connection, until the pool times out).
-_PASSWORD_CHECKS = asyncio.Semaphore(max(1, os.cpu_count() or 1))
 
 
 @router.post("/auth/login", response_model=UserPublic, responses=error_responses(401, 429))
@@ -28,10 +20,10 @@ async def login(body: LoginRequest, request: Request, session: SessionDep) -> Us
     """Check email and password; on success set the session cookie. Too many attempts get 429 with Retry-After."""
     address = request.client.host if request.client else "-"
     await run_in_threadpool(request.app.state.limiter.login, email=body.email, address=address)
-    async with _PASSWORD_CHECKS:
-        user = await run_in_threadpool(
-            service.log_in, session, request.session, email=body.email, password=body.password
-        )
+    # Checked a few at a time on the event loop (app.users.password_checks), not in every request thread.
+    user = await password_checks(request).run(
+        request, service.log_in, session, request.session, email=body.email, password=body.password
+    )
     if user is None:
         raise Unauthorized("wrong email or password")
     return UserPublic.model_validate(user)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
+from starlette.concurrency import run_in_threadpool
 
+from app.users.password_checks import password_checks
 from app.users.service import log_in
 from app.web import i18n
 from app.web.deps import CheckedForm, MaybeUser, WebSession, rotate_csrf
@@ -30,13 +32,15 @@ def login_page(request: Request, user: MaybeUser, next: str = "/") -> Response:
 
 
 @router.post("/login")
-def login(request: Request, form: CheckedForm, session: WebSession) -> Response:
+async def login(request: Request, form: CheckedForm, session: WebSession) -> Response:
     """Check the password; on success start a fresh session and go on to the page asked for."""
     email, password = str(form.get("email") or ""), str(form.get("password") or "")
     target = _safe_next(form.get("next"))
     # The API's limits (a 429 page here): the form is no way around them.
-    request.app.state.limiter.login(email=email, address=request.client.host if request.client else "-")
-    user = log_in(session, request.session, email=email, password=password)
+    address = request.client.host if request.client else "-"
+    await run_in_threadpool(request.app.state.limiter.login, email=email, address=address)
+    # The API's queue too: checked a few at a time on the event loop (app.users.password_checks), not in a thread.
+    user = await password_checks(request).run(request, log_in, session, request.session, email=email, password=password)
     if user is None:
         error = i18n.for_request(request).gettext("Wrong email or password.")
         return render(request, "login.html", 400, next=target, email=email, error=error)

@@ -27,7 +27,11 @@ class WorkerRuntime:
         requeue: Callable[[int], None] | None = None,
     ) -> None:
         self.settings = settings
-        self.engine = make_engine(settings.resolved_database_url)
+        self.engine = make_engine(
+            settings.resolved_database_url,
+            connect_timeout_s=settings.database_connect_timeout_s,
+            statement_timeout_s=settings.database_statement_timeout_s,
+        )
         self.session_factory = make_session_factory(self.engine)
         # `serve` hands over the grader it validated the shipped sets with, so grading starts on a warm sandbox.
         self.code_grader = code_grader or LazyCodeGrader(settings, slots=slots)
