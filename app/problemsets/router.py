@@ -96,9 +96,13 @@ def get_problem(
 ) -> dict[str, Any]:
     """One problem of the student view."""
     principal.require("read")
-    _, version, _ = _view(session, principal, slug, offering)
+    found, version, _ = _view(session, principal, slug, offering)
     loaded = service.loaded_version(settings, version)
     problem = loaded.spec.problem(problem_id)
+    if problem is not None:
+        # Reading a problem's prompt opens the set as much as reading the whole set does: it starts the clock of
+        # a timed assignment, or a student could read every prompt first and start their time only to submit.
+        _open(session, principal, found.assignment)
     if problem is None:
         raise NotFound(f"unknown problem {problem_id!r} in set {slug!r}", field="problem_id")
     return problem_view(problem, loaded, version.validation_report.get("points", {}).get(problem_id))

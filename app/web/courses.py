@@ -233,7 +233,7 @@ def invite_member(
     access = access_for(session, user)
     offering = courses.get_offering(session, access, offering_id, Action.ROSTER)
     member = courses.get_member(session, offering, member_id)
-    sent = invitations.invite(session, settings, member, base_url=str(request.base_url), title=offering.title)
+    sent = invitations.invite(session, settings, member, base_url=settings.public_url, title=offering.title)
     return _roster_page(request, session, access, offering, invited=sent)
 
 

@@ -193,10 +193,13 @@ def test_forged_expired_and_foreign_links_are_refused(client, sessions, accounts
     _, other_id = _invited(sessions, "second@example.com")
     url = f"/api/v1/offerings/{offering_id}/members/{member_id}/invitation"
     assert client.post(url, headers=accounts["alice"].headers).status_code == 403  # a student of the offering
-    resp = client.post(url, headers=accounts["instructor"].headers)
+    # Host header poisoning: the link is built from AUTOGRADER_PUBLIC_URL, never from the request's Host (a link
+    # mailed to the student that pointed at the sender's host would hand them the token).
+    resp = client.post(url, headers={**accounts["instructor"].headers, "host": "evil.example"})
     assert resp.status_code == 201, resp.text
     made = resp.json()
     assert made["mailed"] is False and made["email"] == "newbie@example.com"
+    assert made["link"].startswith(client.app.state.settings.public_url.rstrip("/") + "/invite/")
     path = made["link"][made["link"].index("/invite/") :]
     token = path.rsplit("/", 1)[1]
     anon = TestClient(client.app)

@@ -113,3 +113,15 @@ def test_timed_settings_and_the_clock_on_the_pages(client, sessions, world: Worl
     resp = alice.post("/sets/basic/problems/t1", data=answers)
     assert resp.status_code == 403 and "your time at problem set" in resp.text
     assert 'value="encoder"' in resp.text  # back on the set page, the answers as typed
+
+
+def test_reading_one_problem_through_the_api_starts_the_clock(client, sessions, world: World) -> None:  # type: ignore[no-untyped-def]
+    # The attack: read every prompt through /problems/{id} without opening the set, then open it only to submit.
+    configure(client, world, time_limit_min=30, due_at=(utcnow() + timedelta(days=3)).isoformat())
+    alice = world.people["a:alice"]
+    resp = client.get(f"/api/v1/problem-sets/basic/problems/t1?offering={world.a}", headers=alice.headers)
+    assert resp.status_code == 200, resp.text
+    with sessions() as session:
+        started = session.scalar(select(AssignmentStart.started_at).where(AssignmentStart.user_id == alice.id))
+    assert started is not None
+    assert _due(client, world, "a:alice") <= started + timedelta(minutes=30)
