@@ -75,6 +75,10 @@ class Settings(BaseSettings):
     rate_logins_per_account: int = Field(default=10, ge=0, description="login attempts per window; 0 = no limit")
     rate_logins_per_address: int = Field(default=50, ge=0, description="login attempts per window; 0 = no limit")
     rate_login_window_s: int = Field(default=300, ge=1, le=86400)
+    rate_unauthenticated_per_address: int = Field(
+        default=300, ge=0, description="requests to /invite, /lti/login and /lti/launch per window; 0 = no limit"
+    )
+    rate_unauthenticated_window_s: int = Field(default=60, ge=1, le=86400)
     worker_metrics_port: int | None = Field(
         default=None, ge=1, le=65535, description="`autograder worker` serves /metrics on this port (no token)"
     )

@@ -18,6 +18,7 @@ from app.courses.access import access_for
 from app.courses.models import Assignment, MemberRole, Membership, MemberSource, MemberStatus, Offering
 from app.courses.permissions import STAFF_ROLES
 from app.errors import NotFound
+from app.lti import deep_linking
 from app.lti.models import LtiContext, LtiPlatform, LtiResourceLink, LtiUser
 from app.lti.registration import platform_for
 from app.lti.tool import Launch, LaunchRefused
@@ -170,6 +171,8 @@ def provision(session: Session, launch: Launch) -> Provisioned:
     role = map_role(launch.roles)
     if launch.message_type == DEEP_LINKING and role not in STAFF_ROLES:
         raise LaunchRefused("only instructors pick problem sets for the LMS (deep linking)")
+    if launch.message_type == DEEP_LINKING:
+        deep_linking.return_url_of(launch.deep_linking or {})  # refused now, with nothing written, not at the answer
     ctx = _context(session, platform, launch, role)
     user = lti_user(session, issuer=launch.issuer, sub=launch.sub, email=launch.email, name=launch.name)
     if not user.is_active:
