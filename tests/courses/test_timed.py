@@ -125,3 +125,27 @@ def test_reading_one_problem_through_the_api_starts_the_clock(client, sessions, 
         started = session.scalar(select(AssignmentStart.started_at).where(AssignmentStart.user_id == alice.id))
     assert started is not None
     assert _due(client, world, "a:alice") <= started + timedelta(minutes=30)
+
+
+def test_a_link_from_another_site_does_not_start_the_clock(client, sessions, world: World) -> None:  # type: ignore[no-untyped-def]
+    # The attack: a classmate's page links to (or navigates to) the timed set; the student's cookie comes along.
+    configure(client, world, time_limit_min=30, due_at=(utcnow() + timedelta(days=3)).isoformat())
+    alice = TestClient(client.app)
+    login(alice, world.people["a:alice"])
+    url = f"/sets/basic?offering={world.a}"
+
+    def started() -> object:
+        with sessions() as session:
+            return session.scalar(
+                select(AssignmentStart.started_at).where(AssignmentStart.user_id == world.people["a:alice"].id)
+            )
+
+    page = alice.get(url, headers={"sec-fetch-site": "cross-site"})
+    assert page.status_code == 200 and "your time has not started" in page.text
+    assert 'name="answer.b1"' not in page.text and started() is None  # no prompt, no clock
+    api = alice.get(f"/api/v1/problem-sets/basic?offering={world.a}", headers={"sec-fetch-site": "same-site"})
+    assert api.status_code == 403 and started() is None
+    opened = alice.get(url, headers={"sec-fetch-site": "same-origin"})  # the page's own link
+    assert opened.status_code == 200 and 'name="answer.b1"' in opened.text and started() is not None
+    # Once started, another site's link just shows the set.
+    assert 'name="answer.b1"' in alice.get(url, headers={"sec-fetch-site": "cross-site"}).text
