@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test lint typecheck pytest bench sandbox-deps browser-deps worker clean
+.PHONY: serve test lint typecheck pytest bench sandbox-deps browser-deps worker clean i18n
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -58,6 +58,16 @@ test: lint typecheck pytest
 
 bench: $(STAMP) sandbox-deps
 	$(BIN)/python -m bench.run_all
+
+# The pages' translations (README: Languages): extract the strings of the templates and app/web, merge them into
+# each catalog (app/web/locale/<code>/LC_MESSAGES/messages.po), then check each compiles and is fully translated.
+I18N := app/web/locale
+i18n: $(STAMP)
+	@mkdir -p build
+	$(BIN)/pybabel -q extract -F $(I18N)/babel.cfg --no-location --sort-output --no-wrap --project autograder \
+	  -o build/messages.pot .
+	$(BIN)/pybabel -q update -i build/messages.pot -d $(I18N) --no-wrap --ignore-obsolete --ignore-pot-creation-date
+	$(BIN)/python -m app.web.i18n
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build/browser-screenshots

@@ -26,7 +26,15 @@ class TooManyAttempts(DomainError):
     status_code = 429
     type = "too_many_attempts"
 
-    def __init__(self, message: str, *, retry_after: int | None, next_attempt_at: datetime | None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: int | None,
+        next_attempt_at: datetime | None,
+        problem_id: str = "",
+        max_attempts: int | None = None,
+    ) -> None:
         super().__init__(
             message,
             field="problem",
@@ -36,6 +44,10 @@ class TooManyAttempts(DomainError):
             },
         )
         self.retry_after = retry_after
+        # The parts of the message, for the pages to say it in the viewer's language and time zone.
+        self.problem_id = problem_id
+        self.max_attempts = max_attempts
+        self.next_attempt_at = next_attempt_at
 
 
 class Closed(Forbidden):

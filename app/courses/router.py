@@ -57,7 +57,7 @@ def _offering_public(offering: Offering, principal: PrincipalDep) -> OfferingPub
     return out
 
 
-@router.post("/courses", response_model=CoursePublic, status_code=201)
+@router.post("/courses", response_model=CoursePublic, status_code=201, responses=error_responses(409))
 def create_course(body: CourseCreate, principal: PrincipalDep, session: SessionDep) -> CoursePublic:
     """Create a course (admins). Add a term with POST /courses/{slug}/offerings."""
     if not principal.user.is_admin:
@@ -83,7 +83,9 @@ def list_courses(principal: PrincipalDep, session: SessionDep) -> list[CoursePub
     ]
 
 
-@router.post("/courses/{course_slug}/offerings", response_model=OfferingPublic, status_code=201)
+@router.post(
+    "/courses/{course_slug}/offerings", response_model=OfferingPublic, status_code=201, responses=error_responses(409)
+)
 def create_offering(
     course_slug: str, body: OfferingCreate, principal: PrincipalDep, session: SessionDep
 ) -> OfferingPublic:
@@ -334,7 +336,12 @@ def list_assignments(offering_id: RowId, principal: PrincipalDep, session: Sessi
     return [_assignment_public(session, f.assignment) for f in found]
 
 
-@router.post("/offerings/{offering_id}/assignments", response_model=AssignmentPublic, status_code=201)
+@router.post(
+    "/offerings/{offering_id}/assignments",
+    response_model=AssignmentPublic,
+    status_code=201,
+    responses=error_responses(409),
+)
 def create_assignment(
     offering_id: RowId, body: AssignmentCreate, principal: PrincipalDep, session: SessionDep
 ) -> AssignmentPublic:

@@ -41,7 +41,7 @@ def check_limits(policy: Policy, used: int, last_at: datetime | None, now: datet
     if policy.max_attempts is not None and used >= policy.max_attempts:
         raise TooManyAttempts(
             f"no attempts left at {problem_id}: all {policy.max_attempts} are used", retry_after=None,
-            next_attempt_at=None,
+            next_attempt_at=None, problem_id=problem_id, max_attempts=policy.max_attempts,
         )  # fmt: skip
     if policy.cooldown_s and last_at is not None:
         ready = last_at + timedelta(seconds=policy.cooldown_s)
@@ -52,6 +52,7 @@ def check_limits(policy: Policy, used: int, last_at: datetime | None, now: datet
                 f"(in {wait} s)",
                 retry_after=wait,
                 next_attempt_at=ready,
+                problem_id=problem_id,
             )
 
 

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
 from app.users.service import log_in
+from app.web import i18n
 from app.web.deps import CheckedForm, MaybeUser, WebSession, rotate_csrf
 from app.web.page_route import WebRoute
 from app.web.rendering import render
@@ -40,7 +41,8 @@ def login(request: Request, form: CheckedForm, session: WebSession) -> Response:
     request.app.state.limiter.login(email=email, address=request.client.host if request.client else "-")
     user = log_in(session, request.session, email=email, password=password)
     if user is None:
-        return render(request, "login.html", 400, next=target, email=email, error="Wrong email or password.")
+        error = i18n.for_request(request).gettext("Wrong email or password.")
+        return render(request, "login.html", 400, next=target, email=email, error=error)
     rotate_csrf(request)  # a new CSRF token with the new session
     return RedirectResponse(target, status_code=303)
 

@@ -7,6 +7,7 @@ the last answer, a right/wrong mark once graded, and, for kinds with a preview, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from gettext import NullTranslations
 from typing import Any
 from urllib.parse import quote
 
@@ -29,15 +30,27 @@ def field_id(problem_id: str, part_id: str) -> str:
 
 
 def blank_html(
-    *, slug: str, problem_id: str, part: dict[str, Any], given: str, mark: Mark | None, multi_part: bool
+    *,
+    slug: str,
+    problem_id: str,
+    part: dict[str, Any],
+    given: str,
+    mark: Mark | None,
+    multi_part: bool,
+    tr: NullTranslations | None = None,
 ) -> Markup:
-    """The label, input, mark, note and preview of one blank (escaped throughout; safe to put in the prompt)."""
+    """The label, input, mark, note and preview of one blank (escaped throughout; safe to put in the prompt).
+
+    ``tr``: the page's language for the words this adds (the hint and the grader's feedback stay as written).
+    """
+    tr = tr or NullTranslations()
     pid = part["id"]
     fid = field_id(problem_id, pid)
     note_id = f"{fid}-note"
     widget = part["widget"]
     has_preview = ANSWER_KINDS[part["kind"]].preview is not None
-    points = f" · {part['points']:g} pt{'s' if part['points'] != 1 else ''}" if multi_part else ""
+    n = 1 if part["points"] == 1 else 2  # points may be fractional: English says "1 pt", "1.5 pts"
+    points = " · " + tr.ngettext("%(num)s pt", "%(num)s pts", n) % {"num": f"{part['points']:g}"} if multi_part else ""
     hint = f"{part['hint']}{points}"
     attrs = Markup(
         'id="{fid}" name="answer.{pid}" aria-describedby="{note}" maxlength="{limit}" data-limit="{limit}"'
@@ -60,7 +73,7 @@ def blank_html(
     note = hint
     if mark is not None:
         state = " right" if mark.passed else " wrong"
-        word = "correct" if mark.passed else "not right"
+        word = tr.gettext("correct") if mark.passed else tr.gettext("not right")
         mark_html = Markup('<span class="blank-mark" aria-hidden="true">{sym}</span>').format(
             sym="✓" if mark.passed else "✗"
         )

@@ -13,6 +13,7 @@ from app.deps import SessionDep, SettingsDep
 from app.errors import DomainError, Forbidden, Invalid
 from app.users.models import User
 from app.users.service import cookie_user
+from app.web.i18n import N_
 from graders.input_limits import NUL, NUL_MESSAGE
 
 CSRF_FIELD = "csrf_token"
@@ -25,6 +26,10 @@ class LoginRequired(Exception):
 
 class CsrfFailed(DomainError):
     status_code = 403
+
+
+# N_: the pages show it translated (app.web.page_route looks the message up in the catalog).
+CSRF_MESSAGE = N_("This form has expired or did not come from this site. Go back, reload the page and try again.")
 
 
 # The pages use the API's session and settings dependencies (app/deps.py); only who is logged in differs: a page
@@ -77,9 +82,7 @@ async def checked_form(request: Request) -> FormData:
     sent = form.get(CSRF_FIELD)
     expected = request.session.get(_CSRF_KEY)
     if not isinstance(sent, str) or not isinstance(expected, str) or not secrets.compare_digest(sent, expected):
-        raise CsrfFailed(
-            "This form has expired or did not come from this site. Go back, reload the page and try again."
-        )
+        raise CsrfFailed(CSRF_MESSAGE)
     for name, value in form.multi_items():  # PostgreSQL cannot store NUL: refused here, as the API's schemas do
         if isinstance(value, str) and NUL in value:
             raise Invalid(f"{name[:64]} {NUL_MESSAGE}", field=name[:64])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from gettext import NullTranslations
 
 from app.submissions.schemas import CheckPublic
 
@@ -52,8 +53,12 @@ def split_feedback(text: str) -> Line:
     return Line(round_numbers(head), round_numbers(rest))
 
 
-def summarize(checks: Sequence[CheckPublic]) -> Summary:
-    """The headline (the first failing check's sentence, or a message all failing checks share, said once)."""
+def summarize(checks: Sequence[CheckPublic], tr: NullTranslations | None = None) -> Summary:
+    """The headline (the first failing check's sentence, or a message all failing checks share, said once).
+
+    ``tr`` says the words this adds in the page's language (the checks' own feedback stays as the grader wrote it).
+    """
+    tr = tr or NullTranslations()
     lines = [split_feedback(c.feedback) for c in checks]
     failing = [(c, line) for c, line in zip(checks, lines, strict=True) if c.passed is False and c.category != "manual"]
     if not failing:
@@ -63,16 +68,21 @@ def summarize(checks: Sequence[CheckPublic]) -> Summary:
     if shared:
         # One cause for every failure (a syntax error, a missing function): say it once, not in every check.
         lines = [
-            Line("same as above", "") if c.passed is False and c.feedback == first.feedback else line
+            Line(tr.gettext("same as above"), "") if c.passed is False and c.feedback == first.feedback else line
             for c, line in zip(checks, lines, strict=True)
         ]
-        return Summary(first_line.sentence, f"all {len(failing)} failing checks", lines)
+        n = len(failing)
+        return Summary(
+            first_line.sentence,
+            tr.ngettext("all %(num)d failing checks", "all %(num)d failing checks", n) % {"num": n},
+            lines,
+        )
     # A failure repeating an earlier check's message (a basic case every later check needs) points back to it.
     seen: dict[str, str] = {}
     out = []
     for c, line in zip(checks, lines, strict=True):
         if c.passed is False and c.category != "manual" and c.feedback in seen:
-            out.append(Line(f"same cause as {seen[c.feedback]}", ""))
+            out.append(Line(tr.gettext("same cause as %(check)s") % {"check": seen[c.feedback]}, ""))
             continue
         if c.passed is False:
             seen.setdefault(c.feedback, c.name)

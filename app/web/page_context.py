@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from gettext import NullTranslations
 from typing import Any
 
 from sqlalchemy import func, select
@@ -12,7 +13,7 @@ from app.config import Settings
 from app.courses import clock
 from app.courses import service as courses
 from app.courses.access import Access, access_for
-from app.courses.models import Assignment
+from app.courses.models import Assignment, Offering
 from app.courses.permissions import Action
 from app.courses.policy import override_for, policy_for
 from app.gradebook import service as gradebook
@@ -44,6 +45,12 @@ class SetCard:
     best_total: float
     max_total: float
     pending: int = 0  # problems awaiting hand grading, left out of best_total
+    zone: str = "UTC"  # the offering's time zone: dates are shown in it unless the browser told its own
+
+
+def offering_zone(session: Session, offering_id: int | None) -> str:
+    offering = session.get(Offering, offering_id) if offering_id is not None else None
+    return offering.time_zone if offering is not None else "UTC"
 
 
 def set_cards(session: Session, *, user: User) -> list[SetCard]:
@@ -73,6 +80,7 @@ def set_cards(session: Session, *, user: User) -> list[SetCard]:
                 best_total=sum(p.best_score or 0.0 for pid, p in mine.items() if pid not in pending),
                 pending=len(pending),
                 max_total=sum(float(v) for v in points.values()),
+                zone=offering_zone(session, assignment.offering_id),
             )
         )
     return cards
@@ -139,6 +147,7 @@ def set_page(
     offering_id: int | None = None,
     typed: dict[str, list[str]] | None = None,
     typed_problem: str | None = None,
+    tr: NullTranslations | None = None,
 ) -> dict[str, Any]:
     """The student view of a set with each blank in its prompt, the last answers filled in and marked.
 
@@ -168,10 +177,11 @@ def set_page(
         problem["given"] = mine.answers
         problem["last_code"] = mine.code
         problem["marks"] = mine.marks
-        _place_blanks(problem, slug=view["id"], mine=mine)
+        _place_blanks(problem, slug=view["id"], mine=mine, tr=tr)
     return {
         "set": view,
         "offering": found.assignment.offering_id,
+        "zone": offering_zone(session, found.assignment.offering_id),
         "progress": progress,
         "pending": pending_manual(session, progress),
     }
@@ -208,7 +218,7 @@ def _latest(session: Session, loaded: LoadedSet, access: Access, submission_id: 
     return Latest(answers={str(k): str(v) for k, v in (answers or {}).items()}, code=code or "", marks=marks)
 
 
-def _place_blanks(problem: dict[str, Any], *, slug: str, mine: Latest) -> None:
+def _place_blanks(problem: dict[str, Any], *, slug: str, mine: Latest, tr: NullTranslations | None) -> None:
     """Render the prompt with its blanks in place; parts not placed there (options, no marker) go below it."""
     parts = problem.get("parts", []) if problem["takes"] == "answers" else []
     inline = {
@@ -219,6 +229,7 @@ def _place_blanks(problem: dict[str, Any], *, slug: str, mine: Latest) -> None:
             given=mine.answers.get(part["id"], ""),
             mark=mine.marks.get(part["id"]),
             multi_part=len(parts) > 1,
+            tr=tr,
         )
         for part in parts
         if part["widget"] != "options"
@@ -238,6 +249,7 @@ class SubmissionPage:
     owner: User | None = None  # shown to instructors only
     rubric: list[dict[str, Any]] = field(default_factory=list)
     rubric_points: float = 0.0
+    zone: str = "UTC"  # the offering's time zone
 
 
 def submission_page(session: Session, settings: Settings, *, user: User, submission_id: int) -> SubmissionPage:
@@ -253,12 +265,18 @@ def submission_page(session: Session, settings: Settings, *, user: User, submiss
         problem_title=problem.title if problem else sub.problem_id,
         language=loaded.spec.language,
         queue_ahead=_queue_ahead(session, sub) if sub.status == Status.QUEUED else None,
+        zone=_submission_zone(session, sub),
     )
     if seal.staff:
         page.owner = session.get(User, sub.user_id)
         page.rubric = [item.model_dump() for item in problem.rubric] if problem else []
         page.rubric_points = gradebook.rubric_points(sub)
     return page
+
+
+def _submission_zone(session: Session, sub: Submission) -> str:
+    assignment = session.get(Assignment, sub.assignment_id) if sub.assignment_id is not None else None
+    return offering_zone(session, assignment.offering_id if assignment is not None else None)
 
 
 def _queue_ahead(session: Session, sub: Submission) -> int:

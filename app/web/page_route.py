@@ -12,8 +12,11 @@ from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 
 from app.errors import DomainError
+from app.web import i18n
 from app.web.deps import LoginRequired
 from app.web.rendering import render
+
+NOT_UNDERSTOOD = i18n.N_("That address or form was not understood.")
 
 
 class WebRoute(APIRoute):
@@ -28,10 +31,13 @@ class WebRoute(APIRoute):
                 return RedirectResponse(f"/login?next={quote(target)}", status_code=303)
             except DomainError as exc:
                 _rollback(request)
-                return render(request, "error.html", exc.status_code, message=exc.message)
+                # A fixed message marked with N_ (the CSRF refusal, ...) is in the catalog; others are shown as made.
+                message = i18n.for_request(request).gettext(exc.message)
+                return render(request, "error.html", exc.status_code, message=message)
             except RequestValidationError:
                 _rollback(request)
-                return render(request, "error.html", 422, message="That address or form was not understood.")
+                message = i18n.for_request(request).gettext(NOT_UNDERSTOOD)
+                return render(request, "error.html", 422, message=message)
 
         return page_handler
 

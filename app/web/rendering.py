@@ -10,7 +10,10 @@ from zoneinfo import ZoneInfo
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+from jinja2 import pass_context
+from jinja2.runtime import Context
 
+from app.web import i18n
 from app.web.deps import CSRF_FIELD, csrf_token
 from app.web.feedback import summarize
 from app.web.markdown import render_inline, render_markdown
@@ -22,6 +25,12 @@ templates.env.trim_blocks = True
 templates.env.lstrip_blocks = True
 templates.env.filters["markdown"] = render_markdown
 templates.env.filters["markdown_inline"] = render_inline
+# gettext in the templates ({% trans %}, _(), ngettext()), in the page's language (app/web/i18n.py).
+templates.env.add_extension("jinja2.ext.i18n")
+templates.env.policies["ext.i18n.trimmed"] = True
+templates.env.install_gettext_callables(  # type: ignore[attr-defined]  # added by the i18n extension
+    i18n.template_gettext, i18n.template_ngettext, newstyle=True
+)
 
 
 def _when(value: datetime | str | None) -> str:
@@ -39,23 +48,34 @@ def _score(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def _points(value: float | None) -> str:
-    return f"{_score(value)} pt" if value == 1 else f"{_score(value)} pts"
+@pass_context
+def _points(context: Context, value: float | None) -> str:
+    # Points may be fractional: the plural form is chosen for 1 or "not 1", as English reads them.
+    tr = i18n.translations(context.get("locale") or i18n.DEFAULT_LOCALE)
+    return tr.ngettext("%(num)s pt", "%(num)s pts", 1 if value == 1 else 2) % {"num": _score(value)}
 
 
-def _when_in(value: datetime | None, zone: str) -> str:
-    """A date in an offering's time zone, with the zone named (and UTC when they differ)."""
+@pass_context
+def _when_in(context: Context, value: datetime | None, zone: str) -> str:
+    """A date in the viewer's zone (else the offering's), the zone named, and UTC beside it when they differ."""
     if value is None:
         return "–"
-    local = value.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M")
-    return f"{local} {zone}" if zone == "UTC" else f"{local} {zone} ({_when(value)})"
+    shown = i18n.shown_zone(context, zone)
+    local = value.astimezone(ZoneInfo(shown)).strftime("%Y-%m-%d %H:%M")
+    return f"{local} {shown}" if shown == "UTC" else f"{local} {shown} ({_when(value)})"
 
 
-templates.env.filters["when"] = _when
+templates.env.filters["when"] = i18n.when_filter
+templates.env.filters["due"] = i18n.due_filter
+templates.env.filters["verdict"] = i18n.verdict_filter
+templates.env.filters["status"] = i18n.status_filter
+templates.env.filters["kind"] = i18n.kind_filter
 templates.env.filters["when_in"] = _when_in
 templates.env.filters["points"] = _points
 templates.env.filters["score"] = _score
-templates.env.filters["feedback_summary"] = summarize
+templates.env.filters["feedback_summary"] = pass_context(
+    lambda context, checks: summarize(checks, i18n.translations(context.get("locale") or i18n.DEFAULT_LOCALE))
+)
 
 
 def render_fragment(request: Request, template: str, **context: Any) -> str:
@@ -63,6 +83,7 @@ def render_fragment(request: Request, template: str, **context: Any) -> str:
     context.setdefault("user", getattr(request.state, "user", None))
     context["csrf_field"] = CSRF_FIELD
     context["csrf_token"] = csrf_token(request)
+    context.update(i18n.page_context(request))
     return templates.get_template(template).render(request=request, **context)
 
 
@@ -72,6 +93,7 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
     context.setdefault("staff", getattr(request.state, "staff", False))
     context["csrf_field"] = CSRF_FIELD
     context["csrf_token"] = csrf_token(request)
+    context.update(i18n.page_context(request))
     response = templates.TemplateResponse(request, template, context, status_code=status_code)
     # Pages hold a user's answers and a CSRF token: Back after Submit must ask again, not show a stale copy.
     response.headers["Cache-Control"] = "no-store"

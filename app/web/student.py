@@ -28,7 +28,7 @@ from app.submissions.presenter import submission_summary
 from app.submissions.release import SealCache
 from app.users.models import User
 from app.users.service import cookie_user
-from app.web import page_context
+from app.web import i18n, page_context
 from app.web.deps import CheckedForm, LoginRequired, WebSession, WebSettings, WebUser
 from app.web.page_route import WebRoute
 from app.web.rendering import render, render_fragment
@@ -55,7 +55,9 @@ def set_page(
         pending = page_context.start_confirm(session, user=user, slug=slug, offering_id=offering)
         if pending is not None:
             return render(request, "timed_start.html", **asdict(pending))
-    context = page_context.set_page(session, settings, user=user, slug=slug, offering_id=offering)
+    context = page_context.set_page(
+        session, settings, user=user, slug=slug, offering_id=offering, tr=i18n.for_request(request)
+    )
     return render(request, "set.html", math=True, **context)
 
 
@@ -83,8 +85,10 @@ def submit(
         }
         code = form.get("code")
         context = page_context.set_page(session, settings, user=user, slug=slug, offering_id=_offering_field(form),
-                                        typed=typed, typed_problem=problem_id)  # fmt: skip
-        return render(request, "set.html", exc.status_code, math=True, error_problem=problem_id, error=exc.message,
+                                        typed=typed, typed_problem=problem_id,
+                                        tr=i18n.for_request(request))  # fmt: skip
+        error = i18n.refusal_message(request, exc, zone=context["zone"])
+        return render(request, "set.html", exc.status_code, math=True, error_problem=problem_id, error=error,
                       typed_code=code if isinstance(code, str) else "", **context)  # fmt: skip
     request.app.state.dispatch(sub_id)
     return RedirectResponse(f"/submissions/{sub_id}", status_code=303)

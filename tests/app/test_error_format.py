@@ -215,3 +215,14 @@ def test_a_read_goes_through_a_locked_sqlite_database(
             blocker.close()
     assert response.status_code == 200, response.text
     assert [s["id"] for s in response.json()] == ["basic"]
+
+
+CREATING = ["/api/v1/courses", "/api/v1/courses/{course_slug}/offerings", "/api/v1/offerings/{offering_id}/assignments"]
+
+
+@pytest.mark.parametrize("path", CREATING)
+def test_creating_what_already_exists_is_a_documented_409(document: dict[str, Any], path: str) -> None:
+    # A course or offering slug taken, a set already assigned in the offering: clients learn the 409 from the schema.
+    responses = document["paths"][path]["post"]["responses"]
+    schema = responses["409"]["content"]["application/json"]["schema"]
+    assert schema["$ref"].endswith("/ErrorBody")

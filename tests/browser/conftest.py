@@ -116,6 +116,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "AUTOGRADER_PROBLEMS_DIR": str(problems),
         "AUTOGRADER_WORKERS": "1",
         "AUTOGRADER_WEBHOOK_ALLOW_PRIVATE": "true",  # the webhooks page registers a receiver on 127.0.0.1
+        # Each test logs in afresh, the student more than the 10 times per 5 minutes one account may (the login
+        # limits are tested in tests/app); a burst of logins is not the point here.
+        "AUTOGRADER_RATE_LOGINS_PER_ACCOUNT": "0",
     }
     log = root / "serve.log"
     cli = Path(sys.executable).with_name("autograder")

@@ -3,6 +3,17 @@
 (function () {
   "use strict";
 
+  // The page's words in its language (base.html's JSON block, from the gettext catalog); English without it.
+  var words = {};
+  try { words = JSON.parse(document.getElementById("script-messages").textContent) || {}; } catch (e) { words = {}; }
+  function t(message, values) {
+    var text = words[message] || message;
+    Object.keys(values || {}).forEach(function (key) {
+      text = text.replace("{" + key + "}", function () { return values[key]; }); // a name with "$&" stays as it is
+    });
+    return text;
+  }
+
   function renderMath(root) {
     if (!window.renderMathInElement) return;
     root.querySelectorAll(".md, .opt-text, .problem-head h2").forEach(function (el) {
@@ -23,7 +34,7 @@
       if (box.scrollWidth > box.clientWidth + 1) {
         box.setAttribute("tabindex", "0");
         box.setAttribute("role", "group");
-        box.setAttribute("aria-label", "formula (scrolls sideways)");
+        box.setAttribute("aria-label", t("formula (scrolls sideways)"));
       } else {
         box.removeAttribute("tabindex");
       }
@@ -52,7 +63,7 @@
         .then(function (data) {
           if (mine !== asked) return; // an older answer arriving late
           if (data.ok) {
-            note.textContent = "read as:";
+            note.textContent = t("read as:");
             note.classList.remove("parse-error");
             if (window.katex) {
               window.katex.render(data.latex, shown, { throwOnError: false, displayMode: false });
@@ -61,7 +72,7 @@
             }
           } else {
             shown.textContent = "";
-            note.textContent = "cannot read this yet: " + data.error;
+            note.textContent = t("cannot read this yet:") + " " + data.error;
             note.classList.add("parse-error");
           }
         })
@@ -89,7 +100,7 @@
     }
     function update() {
       var used = bytes ? new TextEncoder().encode(box.value).length : box.value.length;
-      counter.textContent = used + " / " + limit + (bytes ? " bytes" : " characters");
+      counter.textContent = used + " / " + limit + " " + (bytes ? t("bytes") : t("characters"));
       counter.classList.toggle("over", used > limit);
     }
     box.addEventListener("input", update);
@@ -115,8 +126,8 @@
             result.dataset.status = answer.status;
             renderMath(result);
             var score = result.querySelector(".score-line");
-            live.textContent = answer.status === "graded" ? "Graded: " + (score ? score.textContent.replace(/\s+/g, " ").trim() : "")
-              : answer.status === "running" ? "Grading now." : answer.status === "error" ? "Grading failed." : "";
+            live.textContent = answer.status === "graded" ? t("Graded:") + " " + (score ? score.textContent.replace(/\s+/g, " ").trim() : "")
+              : answer.status === "running" ? t("Grading now.") : answer.status === "error" ? t("Grading failed.") : "";
           }
           if (answer.status === "queued" || answer.status === "running") ask();
         })
@@ -137,7 +148,7 @@
     fileInput.addEventListener("change", function () {
       var chosen = fileInput.files && fileInput.files.length > 0;
       box.disabled = chosen;
-      note.textContent = chosen ? "The file " + fileInput.files[0].name + " will be sent; the text box is set aside." : "";
+      note.textContent = chosen ? t("The file {name} will be sent; the text box is set aside.", { name: fileInput.files[0].name }) : "";
     });
   }
 
@@ -152,6 +163,17 @@
     form.addEventListener("change", update);
     update();
   }
+
+  // The browser's time zone, for the server to show dates in (without this script: each offering's zone).
+  function rememberZone() {
+    var zone = "";
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { return; }
+    if (!/^[A-Za-z0-9_+\/-]{1,64}$/.test(zone)) return;
+    if (document.cookie.split("; ").indexOf("tz=" + zone) === -1) {
+      document.cookie = "tz=" + zone + "; path=/; max-age=31536000; samesite=lax";
+    }
+  }
+  rememberZone();
 
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll(".rubric-form").forEach(setUpRubric);
