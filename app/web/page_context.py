@@ -111,8 +111,7 @@ class TimedStart:
     """A timed set whose clock has not started, reached from another site: the page asks first (start_confirm)."""
 
     title: str
-    minutes: float
-    multiplier: float
+    minutes: str  # the set's limit x the student's multiplier: "45", "67.5"
     url: str
 
 
@@ -132,8 +131,7 @@ def start_confirm(session: Session, *, user: User, slug: str, offering_id: int |
     multiplier = override.time_multiplier if override is not None else 1.0
     return TimedStart(
         title=found.problem_set.title,
-        minutes=round(assignment.time_limit_min * multiplier, 1),
-        multiplier=multiplier,
+        minutes=f"{assignment.time_limit_min * multiplier:g}",
         url=f"/sets/{found.problem_set.slug}?offering={assignment.offering_id}",
     )
 
