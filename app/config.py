@@ -84,6 +84,10 @@ class Settings(BaseSettings):
     password_checks: int | None = Field(
         default=None, ge=1, le=1024, description="password checks (argon2) at once; default: the CPU cores"
     )
+    rate_unauthenticated_per_address: int = Field(
+        default=300, ge=0, description="requests to /invite, /lti/login and /lti/launch per window; 0 = no limit"
+    )
+    rate_unauthenticated_window_s: int = Field(default=60, ge=1, le=86400)
     worker_metrics_port: int | None = Field(
         default=None, ge=1, le=65535, description="`autograder worker` serves /metrics on this port (no token)"
     )

@@ -118,6 +118,13 @@ def _check_origin(request: Request) -> None:
         raise Forbidden("cross-origin request refused")
 
 
+def cross_site(request: Request) -> bool:
+    """Whether the browser says this request was started by another site (Sec-Fetch-Site), as a GET from a link
+    or a page that navigates by itself is: it carries our SameSite=Lax cookie, so it must not change anything that
+    matters (a timed set's clock). Clients that send no such header (API clients, old browsers) are not."""
+    return request.headers.get("sec-fetch-site", "").lower() in ("cross-site", "same-site")
+
+
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 
 

@@ -24,6 +24,9 @@ def send(settings: Settings, *, to: str, subject: str, body: str) -> None:
     """Send one plain-text mail; raises MailFailed with the reason. The body is never logged (it holds links)."""
     assert settings.smtp_host, "send() needs AUTOGRADER_SMTP_HOST"
     message = EmailMessage()
+    # One line: a title from an LMS (an LTI course's name) may hold a newline, which no header may (a ValueError,
+    # after the invitation was committed, where a header injection would be refused anyway).
+    subject = " ".join(subject.split())
     message["From"], message["To"], message["Subject"] = settings.smtp_from, to, subject
     message.set_content(body)
     try:

@@ -223,7 +223,7 @@ def invite_member(
     the answer for you to pass on. 409 when the member has an account already (instructors)."""
     offering = service.get_offering(session, principal.access, offering_id, Action.ROSTER)
     member = service.get_member(session, offering, member_id)
-    sent = invitations.invite(session, settings, member, base_url=str(request.base_url), title=offering.title)
+    sent = invitations.invite(session, settings, member, base_url=settings.public_url, title=offering.title)
     session.commit()
     return InvitationPublic(
         email=sent.email, expires_at=sent.expires_at, mailed=sent.mailed, link=sent.link, mail_error=sent.mail_error

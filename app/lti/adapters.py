@@ -32,6 +32,9 @@ from app.lti.models import LtiDeployment, LtiPlatform
 from app.lti.storage import DatabaseLaunchStorage
 
 JWKS_TTL_S = 3600.0
+# A token with a kid we do not know refetches the keyset at most this often per URL: anyone who gets a nonce from
+# /lti/login could otherwise make every launch they post fetch the platform's keyset (a request each, 10 s each).
+JWKS_MIN_REFRESH_S = 60.0
 HTTP_TIMEOUT_S = 10.0
 
 
@@ -187,8 +190,10 @@ class _JwksCache:
     def get(self, url: str, http: requests.Session, *, refresh: bool = False) -> dict[str, Any]:
         with self._lock:
             cached = self._sets.get(url)
-        if cached is not None and not refresh and time.monotonic() - cached[0] < JWKS_TTL_S:
-            return cached[1]
+        if cached is not None:
+            age = time.monotonic() - cached[0]
+            if age < (JWKS_MIN_REFRESH_S if refresh else JWKS_TTL_S):
+                return cached[1]
         try:
             resp = http.get(url, timeout=HTTP_TIMEOUT_S)
             resp.raise_for_status()
@@ -200,6 +205,11 @@ class _JwksCache:
         with self._lock:
             self._sets[url] = (time.monotonic(), keyset)
         return keyset
+
+    def backdate(self, seconds: float) -> None:
+        """Make every cached keyset older by ``seconds`` (tests: time passing without waiting for it)."""
+        with self._lock:
+            self._sets = {url: (at - seconds, keyset) for url, (at, keyset) in self._sets.items()}
 
     def clear(self) -> None:
         with self._lock:

@@ -6,7 +6,10 @@ The link carries the set in its custom parameters, so the LMS's later launches o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
 
 from pylti1p3.deep_link_resource import DeepLinkResource
 from pylti1p3.exception import LtiException
@@ -21,6 +24,7 @@ from app.gradebook.attempts import columns
 from app.lti.adapters import CollectingCookies, DatabaseToolConf, FastApiMessageLaunch, PlainRequest, SingleUseNonces
 from app.lti.keys import KeyStore
 from app.lti.storage import DatabaseLaunchStorage
+from app.lti.tool import DL_CLAIM as DL_SETTINGS
 from app.lti.tool import LaunchRefused
 from app.problemsets.models import ProblemSet
 
@@ -59,7 +63,12 @@ def respond(
         raise LaunchRefused(
             f"this deep-linking launch is over or unknown ({exc}); open the tool from the LMS again"
         ) from exc
-    settings = launch.get_launch_data().get("https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings") or {}
+    # One answer per launch, kept on the server: the session cookie that names the launch is signed but not
+    # revocable, so a copy of it from before the answer must not get a second signed response.
+    if not storage.consume(launch_id):
+        raise LaunchRefused("this deep-linking launch was answered already; open the tool from the LMS again")
+    settings = launch.get_launch_data().get(DL_SETTINGS)
+    return_url = return_url_of(settings if isinstance(settings, dict) else {})
     item = LineItem().set_label(problem_set.title).set_score_maximum(score_maximum).set_resource_id(problem_set.slug)
     resource = (
         DeepLinkResource()
@@ -68,6 +77,14 @@ def respond(
         .set_custom_params({"problem_set": problem_set.slug})
         .set_lineitem(item)
     )
-    return DeepLinkResponse(
-        return_url=str(settings["deep_link_return_url"]), jwt=deep_link.get_response_jwt([resource])
-    )
+    return DeepLinkResponse(return_url=return_url, jwt=deep_link.get_response_jwt([resource]))
+
+
+def return_url_of(settings: Mapping[str, Any]) -> str:
+    """The platform's deep_link_return_url, if it is an http(s) URL: our page posts the signed answer to it (a
+    javascript: or data: URL there would run in our origin)."""
+    url = str(settings.get("deep_link_return_url") or "")
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise LaunchRefused("the deep-linking launch's return URL is not an http(s) URL")
+    return url

@@ -18,6 +18,7 @@ from app.courses.access import access_for
 from app.courses.models import Assignment, MemberRole, Membership, MemberSource, MemberStatus, Offering
 from app.courses.permissions import STAFF_ROLES
 from app.errors import Forbidden, NotFound
+from app.lti import deep_linking
 from app.lti.models import LtiContext, LtiPlatform, LtiResourceLink, LtiUser
 from app.lti.registration import platform_for
 from app.lti.tool import Launch, LaunchRefused
@@ -222,6 +223,8 @@ def provision(session: Session, launch: Launch, *, link_to: int | None = None) -
     role = map_role(launch.roles)
     if launch.message_type == DEEP_LINKING and role not in STAFF_ROLES:
         raise LaunchRefused("only instructors pick problem sets for the LMS (deep linking)")
+    if launch.message_type == DEEP_LINKING:
+        deep_linking.return_url_of(launch.deep_linking or {})  # refused now, with nothing written, not at the answer
     if not launch.context_id:
         raise LaunchRefused("the launch names no course (context claim); launch the tool from inside a course")
     user = lti_user(session, issuer=launch.issuer, sub=launch.sub, email=launch.email, name=launch.name)

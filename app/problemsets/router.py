@@ -13,9 +13,9 @@ from app.courses import service as courses
 from app.courses.models import Assignment
 from app.courses.permissions import Action
 from app.courses.policy import policy_for
-from app.deps import MAX_ROW_ID, InstructorUser, PrincipalDep, SessionDep, SettingsDep
+from app.deps import MAX_ROW_ID, InstructorUser, PrincipalDep, SessionDep, SettingsDep, cross_site
 from app.error_format import error_responses
-from app.errors import Invalid, NotFound
+from app.errors import Forbidden, Invalid, NotFound
 from app.problemsets import service
 from app.problemsets.models import ProblemSet
 from app.problemsets.schemas import ProblemSetSummary, ProblemSetView, ProblemView, UploadResult, VersionPublic
@@ -65,21 +65,34 @@ def _view(session: SessionDep, principal: PrincipalDep, slug: str, offering: int
 
 @router.get("/{slug}", response_model=ProblemSetView, response_model_exclude_unset=True)
 def get_problem_set(
-    slug: str, principal: PrincipalDep, session: SessionDep, settings: SettingsDep, offering: OfferingQuery = None
+    request: Request,
+    slug: str,
+    principal: PrincipalDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    offering: OfferingQuery = None,
 ) -> dict[str, Any]:
     """The student view of a set: prompts, parts and points; never answers, checks, solutions or mutants."""
     principal.require("read")
     found, version, member = _view(session, principal, slug, offering)
     loaded = service.loaded_version(settings, version)
-    started = _open(session, principal, found.assignment)
+    started = _open(request, session, principal, found.assignment)
     due = policy_for(found.assignment, loaded.spec, "", member, started_at=started).deadline
     return service.student_view(version, loaded, due_at=due)
 
 
-def _open(session: SessionDep, principal: PrincipalDep, assignment: Assignment) -> datetime | None:
+def _open(request: Request, session: SessionDep, principal: PrincipalDep, assignment: Assignment) -> datetime | None:
     """A student opening a timed set starts their clock (committed at once: it stands whatever happens next)."""
     if principal.access.can(assignment.offering_id, Action.VIEW_UNRELEASED):
         return None
+    if (
+        assignment.time_limit_min
+        and not principal.via_token
+        and cross_site(request)
+        and clock.started_at(session, assignment, principal.user.id) is None
+    ):
+        # A link on another site must not start a student's time (the session cookie comes along with a GET).
+        raise Forbidden("a timed set is not started from another site's link: open it from its page here")
     started = clock.start(session, assignment, principal.user.id)
     session.commit()
     return started
@@ -87,6 +100,7 @@ def _open(session: SessionDep, principal: PrincipalDep, assignment: Assignment) 
 
 @router.get("/{slug}/problems/{problem_id}", response_model=ProblemView, response_model_exclude_unset=True)
 def get_problem(
+    request: Request,
     slug: str,
     problem_id: str,
     principal: PrincipalDep,
@@ -96,9 +110,13 @@ def get_problem(
 ) -> dict[str, Any]:
     """One problem of the student view."""
     principal.require("read")
-    _, version, _ = _view(session, principal, slug, offering)
+    found, version, _ = _view(session, principal, slug, offering)
     loaded = service.loaded_version(settings, version)
     problem = loaded.spec.problem(problem_id)
+    if problem is not None:
+        # Reading a problem's prompt opens the set as much as reading the whole set does: it starts the clock of
+        # a timed assignment, or a student could read every prompt first and start their time only to submit.
+        _open(request, session, principal, found.assignment)
     if problem is None:
         raise NotFound(f"unknown problem {problem_id!r} in set {slug!r}", field="problem_id")
     return problem_view(problem, loaded, version.validation_report.get("points", {}).get(problem_id))

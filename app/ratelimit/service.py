@@ -36,6 +36,9 @@ class Limiter:
         self.submit_token = Limit("submissions-per-token", s.rate_submissions_per_token, s.rate_submission_window_s)
         self.login_account = Limit("logins-per-account", s.rate_logins_per_account, s.rate_login_window_s)
         self.login_address = Limit("logins-per-address", s.rate_logins_per_address, s.rate_login_window_s)
+        self.unauthenticated_address = Limit(
+            "unauthenticated-per-address", s.rate_unauthenticated_per_address, s.rate_unauthenticated_window_s
+        )
 
     def submission(self, *, user_id: int, token_id: int | None) -> None:
         """Raise RateLimited when this user (or this token) has submitted too often in the current window."""
@@ -48,6 +51,11 @@ class Limiter:
         # The bucket names the account by a hash: the counters (in Redis or a table) never hold an email address.
         account = hashlib.sha256(email.strip().lower().encode()).hexdigest()[:32]
         self._check([(self.login_account, account), (self.login_address, address[:64])])
+
+    def unauthenticated(self, *, address: str) -> None:
+        """Raise RateLimited when this client address has called the endpoints anyone may call (an invitation link,
+        LTI login initiation and launch) too often: each of those writes or looks up rows before knowing who it is."""
+        self._check([(self.unauthenticated_address, address[:64])])
 
     def _check(self, checks: list[tuple[Limit, str]]) -> None:
         if not self.settings.rate_limits:

@@ -17,8 +17,11 @@ router = APIRouter(route_class=WebRoute)
 
 
 def _safe_next(target: object) -> str:
-    # Only paths on this site: "//evil.example" or "https://..." would turn the login into an open redirect.
-    if isinstance(target, str) and target.startswith("/") and not target.startswith(("//", "/\\")):
+    # Only paths on this site: "//evil.example" or "https://..." would turn the login into an open redirect, and so
+    # would "/<tab>/evil.example": browsers drop tabs and newlines from a Location before they read it.
+    if not isinstance(target, str) or any(ord(c) < 0x20 or c == "\x7f" for c in target):
+        return "/"
+    if target.startswith("/") and not target.startswith(("//", "/\\")):
         return target
     return "/"
 

@@ -24,7 +24,15 @@ from app.gradebook.row import student_row
 from app.problemsets.models import ProblemSet
 from app.users import invitations
 from app.users.models import User
-from app.web.deps import CheckedForm, MaybeUser, WebSession, WebSettings, WebUser, rotate_csrf
+from app.web.deps import (
+    CheckedForm,
+    LimitUnauthenticated,
+    MaybeUser,
+    WebSession,
+    WebSettings,
+    WebUser,
+    rotate_csrf,
+)
 from app.web.page_route import WebRoute
 from app.web.rendering import render
 
@@ -234,7 +242,7 @@ def invite_member(
     access = access_for(session, user)
     offering = courses.get_offering(session, access, offering_id, Action.ROSTER)
     member = courses.get_member(session, offering, member_id)
-    sent = invitations.invite(session, settings, member, base_url=str(request.base_url), title=offering.title)
+    sent = invitations.invite(session, settings, member, base_url=settings.public_url, title=offering.title)
     return _roster_page(request, session, access, offering, invited=sent)
 
 
@@ -283,13 +291,13 @@ def _invite_page(
     return render(request, "courses/invite.html", status, email=member.email, token=token, **extra)
 
 
-@router.get("/invite/{token}")
+@router.get("/invite/{token}", dependencies=[LimitUnauthenticated])
 def invite_page(request: Request, token: str, user: MaybeUser, session: WebSession) -> Response:
     """The set-password form of a one-time invitation link (410 for a used, expired or unknown one)."""
     return _invite_page(request, session, user, token[:100])
 
 
-@router.post("/invite/{token}")
+@router.post("/invite/{token}", dependencies=[LimitUnauthenticated])
 def accept_invite(request: Request, token: str, form: CheckedForm, user: MaybeUser, session: WebSession) -> Response:
     """Set the password: the account is created, the roster rows become active, the link is used up."""
     token = token[:100]

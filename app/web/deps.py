@@ -90,3 +90,11 @@ async def checked_form(request: Request) -> FormData:
 
 
 CheckedForm = Annotated[FormData, Depends(checked_form)]
+
+
+def limit_unauthenticated(request: Request) -> None:
+    """The per-address limit of the pages anyone may call (a 429 before any work): invitation links, LTI login."""
+    request.app.state.limiter.unauthenticated(address=request.client.host if request.client else "-")
+
+
+LimitUnauthenticated = Depends(limit_unauthenticated)

@@ -31,7 +31,15 @@ from app.lti.keys import KeyStore, key_store
 from app.lti.models import LtiContext
 from app.users.models import User
 from app.users.service import start_session
-from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings, WebUser, rotate_csrf
+from app.web.deps import (
+    CheckedForm,
+    LimitUnauthenticated,
+    WebInstructor,
+    WebSession,
+    WebSettings,
+    WebUser,
+    rotate_csrf,
+)
 from app.web.page_route import WebRoute
 from app.web.rendering import render
 
@@ -64,7 +72,10 @@ def jwks(settings: WebSettings) -> Response:
     return JSONResponse(keys.jwks(), headers={"Cache-Control": "public, max-age=300"})
 
 
-@router.api_route("/lti/login", methods=["GET", "POST"], summary="OIDC third-party login initiation")
+@router.api_route(
+    "/lti/login", methods=["GET", "POST"], summary="OIDC third-party login initiation",
+    dependencies=[LimitUnauthenticated],
+)  # fmt: skip
 def login(request: Request, params: Params, settings: WebSettings) -> Response:
     """Check the platform is registered, keep a nonce and a state, send the browser to the platform's auth URL."""
     keys = key_store(settings.data_dir, settings.lti_key_grace_s)
@@ -83,7 +94,10 @@ def login(request: Request, params: Params, settings: WebSettings) -> Response:
     return response
 
 
-@router.post("/lti/launch", summary="The LTI launch: validate the id_token, provision, land on the assignment")
+@router.post(
+    "/lti/launch", summary="The LTI launch: validate the id_token, provision, land on the assignment",
+    dependencies=[LimitUnauthenticated],
+)  # fmt: skip
 def launch(request: Request, params: Params, session: WebSession, settings: WebSettings) -> Response:
     """A refused launch is an error page (401) and a log line, with nothing written."""
     keys = key_store(settings.data_dir, settings.lti_key_grace_s)
@@ -278,7 +292,7 @@ def deep_link_answer(
     if not courses.may_assign(session, access, problem_set):
         raise Forbidden("That set belongs to a course you do not teach.")
     score_maximum = deep_linking.max_score(session, offering, problem_set)
-    session.commit()
+    session.commit()  # before respond(): it uses the launch up in a transaction of its own (SQLite: one writer)
     keys = key_store(settings.data_dir, settings.lti_key_grace_s)
     answer = deep_linking.respond(
         request.app.state.session_factory, keys, launch_id=launch_id, problem_set=problem_set,

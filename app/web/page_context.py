@@ -15,7 +15,7 @@ from app.courses import service as courses
 from app.courses.access import Access, access_for
 from app.courses.models import Assignment, Offering
 from app.courses.permissions import Action
-from app.courses.policy import policy_for
+from app.courses.policy import override_for, policy_for
 from app.gradebook import service as gradebook
 from app.gradebook.service import Progress
 from app.problemsets import service as sets
@@ -104,6 +104,36 @@ class Latest:
     answers: dict[str, str] = field(default_factory=dict)
     code: str = ""
     marks: dict[str, Mark] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TimedStart:
+    """A timed set whose clock has not started, reached from another site: the page asks first (start_confirm)."""
+
+    title: str
+    minutes: str  # the set's limit x the student's multiplier: "45", "67.5"
+    url: str
+
+
+def start_confirm(session: Session, *, user: User, slug: str, offering_id: int | None) -> TimedStart | None:
+    """For a student who has not started a timed set: what the "open it and start" page shows; None otherwise.
+
+    Opening a timed set starts its clock, and a GET comes along with the session cookie from any site's link (or a
+    page that navigates there by itself): someone else must not be able to start a student's time."""
+    access = access_for(session, user)
+    found = courses.resolve(session, access, slug, offering_id=offering_id)
+    assignment = found.assignment
+    if not assignment.time_limit_min or access.can(assignment.offering_id, Action.VIEW_UNRELEASED):
+        return None
+    if clock.started_at(session, assignment, user.id) is not None:
+        return None
+    override = override_for(assignment, courses.member_of(session, assignment.offering_id, user.id))
+    multiplier = override.time_multiplier if override is not None else 1.0
+    return TimedStart(
+        title=found.problem_set.title,
+        minutes=f"{assignment.time_limit_min * multiplier:g}",
+        url=f"/sets/{found.problem_set.slug}?offering={assignment.offering_id}",
+    )
 
 
 def set_page(

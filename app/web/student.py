@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from dataclasses import asdict
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
@@ -16,7 +17,7 @@ from app.config import Settings
 from app.courses import service as courses
 from app.courses.access import access_for
 from app.courses.policy import Closed, TooManyAttempts
-from app.deps import RowId, RowIdQuery
+from app.deps import RowId, RowIdQuery, cross_site
 from app.errors import Invalid
 from app.problemsets.service import loaded_version
 from app.submissions import service as submissions
@@ -50,6 +51,10 @@ def set_page(
     request: Request, slug: str, user: WebUser, session: WebSession, settings: WebSettings, offering: RowIdQuery = None
 ) -> Response:
     """A set's problems with their prompts and answer forms (``offering`` when it is in several of yours)."""
+    if cross_site(request):  # a link or a navigation from another site does not start a timed set's clock
+        pending = page_context.start_confirm(session, user=user, slug=slug, offering_id=offering)
+        if pending is not None:
+            return render(request, "timed_start.html", **asdict(pending))
     context = page_context.set_page(
         session, settings, user=user, slug=slug, offering_id=offering, tr=i18n.for_request(request)
     )

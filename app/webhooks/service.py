@@ -119,15 +119,17 @@ def enqueue_event(session: Session, *, user_id: int, event_type: str, submission
     mine = WebhookEndpoint.user_id == user_id, WebhookEndpoint.offering_id.is_(None)
     whose = and_(*mine) if offering_id is None else or_(and_(*mine), WebhookEndpoint.offering_id == offering_id)
     rows = session.execute(
-        select(WebhookEndpoint, ApiToken.revoked_at)
+        select(WebhookEndpoint, ApiToken.revoked_at, ApiToken.offering_id)
         .outerjoin(ApiToken, ApiToken.id == WebhookEndpoint.token_id)
         .where(whose, WebhookEndpoint.is_active.is_(True))
         .order_by(WebhookEndpoint.id)
     ).all()
     queued = 0
-    for endpoint, revoked_at in rows:
+    for endpoint, revoked_at, token_offering in rows:
         if revoked_at is not None or event_type not in endpoint.events:
             continue
+        if token_offering is not None and token_offering != offering_id:
+            continue  # registered with a token narrowed to another offering: it never sees this one's submissions
         session.add(
             WebhookDelivery(
                 endpoint_id=endpoint.id,

@@ -24,6 +24,7 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import select, update
 
+from app import mail
 from app.courses import service as courses
 from app.courses.models import Membership
 from app.db import utcnow
@@ -193,10 +194,13 @@ def test_forged_expired_and_foreign_links_are_refused(client, sessions, accounts
     _, other_id = _invited(sessions, "second@example.com")
     url = f"/api/v1/offerings/{offering_id}/members/{member_id}/invitation"
     assert client.post(url, headers=accounts["alice"].headers).status_code == 403  # a student of the offering
-    resp = client.post(url, headers=accounts["instructor"].headers)
+    # Host header poisoning: the link is built from AUTOGRADER_PUBLIC_URL, never from the request's Host (a link
+    # mailed to the student that pointed at the sender's host would hand them the token).
+    resp = client.post(url, headers={**accounts["instructor"].headers, "host": "evil.example"})
     assert resp.status_code == 201, resp.text
     made = resp.json()
     assert made["mailed"] is False and made["email"] == "newbie@example.com"
+    assert made["link"].startswith(client.app.state.settings.public_url.rstrip("/") + "/invite/")
     path = made["link"][made["link"].index("/invite/") :]
     token = path.rsplit("/", 1)[1]
     anon = TestClient(client.app)
@@ -235,3 +239,13 @@ def test_forged_expired_and_foreign_links_are_refused(client, sessions, accounts
     assert _logs_in(TestClient(client.app), "second@example.com", "owner-password")
     with sessions() as session:
         assert session.scalar(select(User).where(User.email == "newbie@example.com")) is None
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_title_with_a_newline_cannot_inject_a_header(settings, mail_server) -> None:  # type: ignore[no-untyped-def]
+    # An LTI course's title comes from the LMS: "Course\r\nBcc: ..." in the subject must stay one header.
+    mailing = settings.model_copy(update={"smtp_host": "127.0.0.1", "smtp_port": mail_server.port,
+                                          "smtp_starttls": False})  # fmt: skip
+    mail.send(mailing, to="newbie@example.com", subject="Your account for ATT\r\nBcc: spy@evil.example", body="hi")
+    [message] = mail_server.messages
+    assert message["Bcc"] is None and message["Subject"] == "Your account for ATT Bcc: spy@evil.example"

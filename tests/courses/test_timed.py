@@ -113,3 +113,39 @@ def test_timed_settings_and_the_clock_on_the_pages(client, sessions, world: Worl
     resp = alice.post("/sets/basic/problems/t1", data=answers)
     assert resp.status_code == 403 and "your time at problem set" in resp.text
     assert 'value="encoder"' in resp.text  # back on the set page, the answers as typed
+
+
+def test_reading_one_problem_through_the_api_starts_the_clock(client, sessions, world: World) -> None:  # type: ignore[no-untyped-def]
+    # The attack: read every prompt through /problems/{id} without opening the set, then open it only to submit.
+    configure(client, world, time_limit_min=30, due_at=(utcnow() + timedelta(days=3)).isoformat())
+    alice = world.people["a:alice"]
+    resp = client.get(f"/api/v1/problem-sets/basic/problems/t1?offering={world.a}", headers=alice.headers)
+    assert resp.status_code == 200, resp.text
+    with sessions() as session:
+        started = session.scalar(select(AssignmentStart.started_at).where(AssignmentStart.user_id == alice.id))
+    assert started is not None
+    assert _due(client, world, "a:alice") <= started + timedelta(minutes=30)
+
+
+def test_a_link_from_another_site_does_not_start_the_clock(client, sessions, world: World) -> None:  # type: ignore[no-untyped-def]
+    # The attack: a classmate's page links to (or navigates to) the timed set; the student's cookie comes along.
+    configure(client, world, time_limit_min=30, due_at=(utcnow() + timedelta(days=3)).isoformat())
+    alice = TestClient(client.app)
+    login(alice, world.people["a:alice"])
+    url = f"/sets/basic?offering={world.a}"
+
+    def started() -> object:
+        with sessions() as session:
+            return session.scalar(
+                select(AssignmentStart.started_at).where(AssignmentStart.user_id == world.people["a:alice"].id)
+            )
+
+    page = alice.get(url, headers={"sec-fetch-site": "cross-site"})
+    assert page.status_code == 200 and "your time has not started" in page.text
+    assert 'name="answer.b1"' not in page.text and started() is None  # no prompt, no clock
+    api = alice.get(f"/api/v1/problem-sets/basic?offering={world.a}", headers={"sec-fetch-site": "same-site"})
+    assert api.status_code == 403 and started() is None
+    opened = alice.get(url, headers={"sec-fetch-site": "same-origin"})  # the page's own link
+    assert opened.status_code == 200 and 'name="answer.b1"' in opened.text and started() is not None
+    # Once started, another site's link just shows the set.
+    assert 'name="answer.b1"' in alice.get(url, headers={"sec-fetch-site": "cross-site"}).text

@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 
 from app.courses.models import Course, MemberRole, Membership, MemberSource, MemberStatus
 from app.db import utcnow
+from app.lti import adapters
 from app.lti.models import LtiContext, LtiLaunchState, LtiResourceLink, LtiUser
 from app.users.models import User
 from tests.lti.conftest import launch
@@ -153,11 +154,16 @@ def test_a_launch_with_a_state_of_another_browser_is_refused(lti_client, platfor
     assert answer.status_code == 401 and "State not found" in answer.text
 
 
-def test_a_rotated_platform_key_is_refetched(lti_client, platform, basic_set) -> None:  # type: ignore[no-untyped-def]
+def test_a_rotated_platform_key_is_refetched(lti_client, platform, basic_set, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(adapters, "JWKS_MIN_REFRESH_S", 3600.0)  # no refetch in this test unless backdated
     claims = canvas_claims(platform, sub="t-1", role="Instructor", link="rl-1", custom={"problem_set": "basic"})
     assert launch(lti_client, platform, claims).response.status_code == 303  # the keyset is cached now
     platform.rotate()
     try:
+        # A refetch comes at most once a minute per keyset URL (each unknown kid must not cost a fetch).
+        refused = launch(lti_client, platform, claims)
+        assert refused.response.status_code == 401 and "public key" in refused.response.text
+        adapters.JWKS_CACHE.backdate(3600.0)
         assert launch(lti_client, platform, claims).response.status_code == 303
     finally:
         platform.old_keys.clear()

@@ -29,7 +29,14 @@ def test_login_logout_round_trip(client, accounts, basic_set):  # type: ignore[n
 
 def test_login_never_redirects_off_site(client, accounts):  # type: ignore[no-untyped-def]
     token = csrf_of(client.get("/login").text)
-    for target in ("//evil.example/x", "https://evil.example/", "/\\evil.example"):
+    # Browsers drop tabs and newlines in a Location: "/<tab>/evil.example" is "//evil.example" to them.
+    for target in (
+        "//evil.example/x",
+        "https://evil.example/",
+        "/\\evil.example",
+        "/\t/evil.example",
+        "/\n/evil.example",
+    ):
         resp = client.post("/login", data={"email": "bob@example.com", "password": accounts["bob"].password,
                                            "next": target, "csrf_token": token}, follow_redirects=False)  # fmt: skip
         assert resp.headers["location"] == "/"
