@@ -29,6 +29,7 @@ from app.lti.keys import key_store
 from app.users.models import User
 from app.users.service import start_session
 from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings, rotate_csrf
+from app.web.i18n import for_request
 from app.web.page_route import WebRoute
 from app.web.rendering import render
 
@@ -157,7 +158,9 @@ def sync_roster(
     keys = key_store(settings.data_dir, settings.lti_key_grace_s)
     result = roster_sync.sync_offering(session, DatabaseToolConf(request.app.state.session_factory, keys), offering_id)
     session.commit()
-    notice = f"Roster synced: {result.added} added, {result.updated} updated, {result.dropped} dropped."
+    notice = for_request(request).gettext(
+        "Roster synced: %(added)d added, %(updated)d updated, %(dropped)d dropped."
+    ) % {"added": result.added, "updated": result.updated, "dropped": result.dropped}
     return _lms_page(request, session, user, offering_id, notice=notice)
 
 
@@ -194,7 +197,7 @@ def deep_link_answer(
     offering = courses.get_offering(session, access, offering_id, Action.ASSIGNMENTS)
     problem_set = courses.problem_set_by_slug(session, str(form.get("problem_set") or ""))
     if not courses.may_assign(session, access, problem_set):
-        raise Forbidden("That set belongs to a course you do not teach.")
+        raise Forbidden(for_request(request).gettext("That set belongs to a course you do not teach."))
     score_maximum = deep_linking.max_score(session, offering, problem_set)
     session.commit()
     keys = key_store(settings.data_dir, settings.lti_key_grace_s)
