@@ -269,6 +269,8 @@ def test_the_staff_pages_are_translated_dates_in_the_offerings_zone(  # type: ig
     with sessions() as session:
         courses.home_offering(session).time_zone = "Asia/Shanghai"
         offering_id = courses.home_offering(session).id
+        problem_set = session.query(ProblemSet).filter_by(slug="basic").one()
+        courses.default_assignment(session, problem_set).due_at = datetime.now(UTC) + timedelta(days=2, hours=5)
         session.commit()
     english = client.get("/instructor/sets/basic/gradebook").text
     assert "Per-question statistics" in english and "Counted scores of 1 student by score" in english
@@ -281,6 +283,7 @@ def test_the_staff_pages_are_translated_dates_in_the_offerings_zone(  # type: ig
     assert "我的课程" in client.get("/courses").text
     home = client.get(f"/offerings/{offering_id}").text
     assert "日期按 Asia/Shanghai" in home and "你的角色" in home
+    assert re.search(r"\d\d:\d\d Asia/Shanghai \(2 天后\)", home)  # the due date, in its zone, how far off
     assert "令牌" in client.get("/account/tokens").text
     # A staff page's date is in the offering's zone, named.
     book = client.get("/instructor/sets/basic/gradebook").text
