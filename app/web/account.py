@@ -17,6 +17,7 @@ from app.errors import Invalid
 from app.users import service as users
 from app.users.models import User
 from app.web.deps import CheckedForm, WebSession, WebUser
+from app.web.i18n import for_request
 from app.web.page_route import WebRoute
 from app.web.rendering import render
 
@@ -44,7 +45,7 @@ def change_password(request: Request, form: CheckedForm, user: WebUser, session:
     new, again = _text(form, "new_password"), _text(form, "new_password_again")
     try:
         if new != again:
-            raise Invalid("the two new passwords differ", field="new_password_again")
+            raise Invalid(for_request(request).gettext("the two new passwords differ"), field="new_password_again")
         users.change_password(session, request.session, user=user, current=_text(form, "current_password"), new=new)
     except Invalid as exc:
         session.rollback()

@@ -13,12 +13,14 @@ from starlette.datastructures import FormData
 
 from app.courses import service as courses
 from app.courses.access import Access, access_for
+from app.courses.models import Offering
 from app.courses.permissions import Action
 from app.deps import RowId, RowIdQuery
 from app.errors import Conflict, Invalid
 from app.gradebook import bulk_regrade
 from app.users.models import User
 from app.web.deps import CheckedForm, WebInstructor, WebSession
+from app.web.i18n import for_request
 from app.web.page_route import WebRoute
 from app.web.rendering import render, render_fragment
 
@@ -108,10 +110,15 @@ def start_regrade(
     try:
         selection = _select(session, access, slug, found.assignment.offering_id, fields)
         if str(len(selection.submissions)) != fields["expected"]:
-            raise Conflict(
-                f"the selection changed since the preview: it now holds {len(selection.submissions)} submissions, "
-                f"not {fields['expected'] or '?'}; check the preview again"
+            n = len(selection.submissions)
+            message = for_request(request).ngettext(
+                "the selection changed since the preview: it now holds %(num)d submission, not %(expected)s; "
+                "check the preview again",
+                "the selection changed since the preview: it now holds %(num)d submissions, not %(expected)s; "
+                "check the preview again",
+                n,
             )
+            raise Conflict(message % {"num": n, "expected": fields["expected"] or "?"})
         batch = bulk_regrade.start(session, selection=selection, user=user)
     except (Invalid, Conflict) as exc:
         session.rollback()
@@ -126,7 +133,9 @@ def start_regrade(
 def progress_page(request: Request, batch_id: RowId, user: WebInstructor, session: WebSession) -> Response:
     """How far the batch is: graded again, still queued, failed; which scores changed (refreshes until done)."""
     progress = bulk_regrade.batch_progress(session, access=access_for(session, user), batch_id=batch_id)
-    return render(request, "instructor/regrade_progress.html", p=progress, waiting=not progress.finished)
+    offering = session.get(Offering, progress.offering_id)
+    zone = offering.time_zone if offering is not None else None
+    return render(request, "instructor/regrade_progress.html", p=progress, zone=zone, waiting=not progress.finished)
 
 
 @router.get("/instructor/regrades/{batch_id}/live")

@@ -1,10 +1,12 @@
 """Charts drawn on the server as SVG geometry (no chart library, no script): the template only places shapes.
 
-Each chart also carries a one-sentence description for its <desc>, and the page keeps a table of the same numbers.
+Each chart also carries a one-sentence description for its <desc> (in the viewer's language: ``tr``), and the page
+keeps a table of the same numbers.
 """
 
 from __future__ import annotations
 
+import gettext
 from dataclasses import dataclass
 
 from app.gradebook.schemas import CheckStat, ProblemStats, ScoreBin
@@ -43,7 +45,10 @@ def bin_label(b: ScoreBin) -> str:
     return _num(b.low) if b.low == b.high else f"{_num(b.low)}–{_num(b.high)}"
 
 
-def histogram_chart(bins: list[ScoreBin], pending: int = 0) -> Chart:
+_ENGLISH = gettext.NullTranslations()
+
+
+def histogram_chart(bins: list[ScoreBin], pending: int = 0, tr: gettext.NullTranslations = _ENGLISH) -> Chart:
     """Vertical bars, one per score bin, as tall as its share of the fullest bin."""
     tallest = max((b.students for b in bins), default=0) or 1
     slot = (WIDTH - 8) / max(len(bins), 1)
@@ -62,12 +67,19 @@ def histogram_chart(bins: list[ScoreBin], pending: int = 0) -> Chart:
         )
     total = sum(b.students for b in bins)
     parts = ", ".join(f"{bin_label(b)}: {b.students}" for b in bins)
-    noun = "student" if total == 1 else "students"
-    waiting = f" {pending} more {'awaits' if pending == 1 else 'await'} hand grading." if pending else ""
-    return Chart(WIDTH, HEIGHT, bars, f"Counted scores of {total} {noun} by score: {parts}.{waiting}")
+    text = tr.ngettext(
+        "Counted scores of %(num)d student by score: %(parts)s.",
+        "Counted scores of %(num)d students by score: %(parts)s.",
+        total,
+    ) % {"num": total, "parts": parts}
+    if pending:
+        text += " " + tr.ngettext("%(num)d more awaits hand grading.", "%(num)d more await hand grading.", pending) % {
+            "num": pending
+        }
+    return Chart(WIDTH, HEIGHT, bars, text)
 
 
-def pass_rate_chart(checks: list[CheckStat]) -> Chart:
+def pass_rate_chart(checks: list[CheckStat], tr: gettext.NullTranslations = _ENGLISH) -> Chart:
     """Horizontal bars, one per check, as long as its pass rate (0 to 100%)."""
     span = WIDTH - LABEL_W - 44
     bars = [
@@ -81,8 +93,12 @@ def pass_rate_chart(checks: list[CheckStat]) -> Chart:
         )
         for i, c in enumerate(checks)
     ]
-    parts = ", ".join(f"{c.name} {round(100 * c.pass_rate)}% ({c.passed} of {c.results})" for c in checks)
-    return Chart(WIDTH, 8 + ROW * len(checks), bars, f"Share of graded attempts passing each check: {parts}.")
+    of = tr.gettext("%(rate)d%% (%(passed)d of %(results)d)")
+    parts = ", ".join(
+        f"{c.name} " + of % {"rate": round(100 * c.pass_rate), "passed": c.passed, "results": c.results} for c in checks
+    )
+    text = tr.gettext("Share of graded attempts passing each check: %(parts)s.") % {"parts": parts}
+    return Chart(WIDTH, 8 + ROW * len(checks), bars, text)
 
 
 @dataclass(frozen=True)
@@ -91,5 +107,5 @@ class ProblemCharts:
     pass_rates: Chart
 
     @classmethod
-    def of(cls, stats: ProblemStats) -> ProblemCharts:
-        return cls(histogram_chart(stats.histogram, stats.pending_manual), pass_rate_chart(stats.checks))
+    def of(cls, stats: ProblemStats, tr: gettext.NullTranslations = _ENGLISH) -> ProblemCharts:
+        return cls(histogram_chart(stats.histogram, stats.pending_manual, tr), pass_rate_chart(stats.checks, tr))

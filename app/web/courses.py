@@ -33,6 +33,7 @@ from app.web.deps import (
     WebUser,
     rotate_csrf,
 )
+from app.web.i18n import N_, for_request
 from app.web.page_route import WebRoute
 from app.web.rendering import render
 
@@ -90,7 +91,7 @@ def my_courses(request: Request, user: WebUser, session: WebSession) -> Response
 def create_course(request: Request, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
     """Create a course and its first offering (admins); the creator becomes its instructor."""
     if not user.is_admin:
-        raise Forbidden("Only admins create courses.")
+        raise Forbidden(for_request(request).gettext("Only admins create courses."))
     course = courses.create_course(session, slug=_text(form, "slug"), title=_text(form, "title"))
     offering = _new_offering(session, user, course.slug, form)
     session.commit()
@@ -105,7 +106,7 @@ def create_offering(request: Request, slug: str, form: CheckedForm, user: WebUse
         o.course.slug == slug and access.can(o.id, Action.EDIT_OFFERING) for o in courses.my_offerings(session, access)
     )
     if not (user.is_admin or teaches):
-        raise Forbidden("You do not teach this course.")
+        raise Forbidden(for_request(request).gettext("You do not teach this course."))
     offering = _new_offering(session, user, slug, form)
     session.commit()
     return RedirectResponse(f"/offerings/{offering.id}", status_code=303)
@@ -162,7 +163,7 @@ def assign(request: Request, offering_id: RowId, form: CheckedForm, user: WebUse
     offering = courses.get_offering(session, access, offering_id, Action.ASSIGNMENTS)
     problem_set = courses.problem_set_by_slug(session, _text(form, "problem_set"))
     if not courses.may_assign(session, access, problem_set):
-        raise Forbidden("That set belongs to a course you do not teach.")
+        raise Forbidden(for_request(request).gettext("That set belongs to a course you do not teach."))
     assignment = courses.assign(session, offering=offering, problem_set=problem_set)
     session.commit()
     return RedirectResponse(f"/assignments/{assignment.id}/settings", status_code=303)
@@ -276,17 +277,20 @@ def student_grades(
 # --- invitations: set a password -----------------------------------------------------------------------------------
 
 
-def _not_logged_in(user: User | None) -> None:
+def _not_logged_in(request: Request, user: User | None) -> None:
     if user is not None:
         # Whoever is logged in here is not the invited person (they have no account yet): never mix the two.
-        raise Forbidden(f"You are logged in as {user.email}; this link is for someone without an account. Log out "
-                        "first, or pass the link on to the person it was made for.")  # fmt: skip
+        message = for_request(request).gettext(
+            "You are logged in as %(email)s; this link is for someone without an account. Log out first, or pass "
+            "the link on to the person it was made for."
+        )
+        raise Forbidden(message % {"email": user.email})
 
 
 def _invite_page(
     request: Request, session: WebSession, user: User | None, token: str, status: int = 200, **extra: Any
 ) -> Response:
-    _not_logged_in(user)
+    _not_logged_in(request, user)
     _, member = invitations.pending(session, token)
     return render(request, "courses/invite.html", status, email=member.email, token=token, **extra)
 
@@ -301,7 +305,7 @@ def invite_page(request: Request, token: str, user: MaybeUser, session: WebSessi
 def accept_invite(request: Request, token: str, form: CheckedForm, user: MaybeUser, session: WebSession) -> Response:
     """Set the password: the account is created, the roster rows become active, the link is used up."""
     token = token[:100]
-    _not_logged_in(user)  # accept() refuses a used, expired, unknown or taken link
+    _not_logged_in(request, user)  # accept() refuses a used, expired, unknown or taken link
     try:
         made = invitations.accept(
             session, token, password=str(form.get("password") or ""), confirm=str(form.get("confirm") or "")
@@ -311,7 +315,13 @@ def accept_invite(request: Request, token: str, form: CheckedForm, user: MaybeUs
         return _invite_page(request, session, user, token, 422, error=exc.message)
     session.commit()
     rotate_csrf(request)
-    return render(request, "login.html", next="/courses", email=made.email, notice="Your password is set. Log in.")
+    return render(
+        request,
+        "login.html",
+        next="/courses",
+        email=made.email,
+        notice=for_request(request).gettext("Your password is set. Log in."),
+    )
 
 
 # --- assignment settings and overrides -----------------------------------------------------------------------------
@@ -342,15 +352,16 @@ def _settings_page(
 
 
 # The per-problem settings the page offers (form fields "problem.<id>.<key>"; blank: the assignment's).
+# The labels are translated where the page shows them.
 PER_PROBLEM = (
-    ("max_attempts", "attempts"),
-    ("cooldown_s", "cooldown (s)"),
-    ("decay_per_attempt", "decay"),
-    ("counts", "counts"),
-    ("scores", "scores"),
-    ("feedback", "feedback"),
-    ("explanation", "explanation"),
-    ("answer_key", "answer key"),
+    ("max_attempts", N_("attempts")),
+    ("cooldown_s", N_("cooldown (s)")),
+    ("decay_per_attempt", N_("decay")),
+    ("counts", N_("counts")),
+    ("scores", N_("scores")),
+    ("feedback", N_("feedback")),
+    ("explanation", N_("explanation")),
+    ("answer_key", N_("answer key")),
 )
 
 
@@ -417,7 +428,7 @@ def save_settings(
         courses.update_assignment(session, assignment, **policy)
     except (ValueError, DomainError) as exc:
         session.rollback()
-        message = exc.message if isinstance(exc, DomainError) else f"Not understood: {exc}"
+        message = exc.message if isinstance(exc, DomainError) else _not_understood(request, exc)
         return _settings_page(request, session, access, assignment_id, 422, error=message)
     session.commit()
     return _settings_page(request, session, access, assignment_id, saved=True)
@@ -441,22 +452,28 @@ def add_override(
             due_at=_local(_text(form, "due_at"), assignment.offering.time_zone),
             late_penalty_per_day=None,
             extra_attempts=int(_text(form, "extra_attempts") or 0),
-            time_multiplier=_multiplier(_text(form, "time_multiplier")),
+            time_multiplier=_multiplier(request, _text(form, "time_multiplier")),
             note=_text(form, "note")[:300],
         )
         rescore(session, assignment, affected_users(session, override))  # late penalties and LMS scores
     except (ValueError, DomainError) as exc:
         session.rollback()
-        message = exc.message if isinstance(exc, DomainError) else f"Not understood: {exc}"
+        message = exc.message if isinstance(exc, DomainError) else _not_understood(request, exc)
         return _settings_page(request, session, access, assignment_id, 422, override_error=message)
     session.commit()
     return RedirectResponse(f"/assignments/{assignment_id}/settings", status_code=303)
 
 
-def _multiplier(text: str) -> float:
+def _not_understood(request: Request, exc: Exception) -> str:
+    return for_request(request).gettext("Not understood: %(error)s") % {"error": exc}
+
+
+def _multiplier(request: Request, text: str) -> float:
     value = float(text) if text else 1.0
     if not 1.0 <= value <= 10.0:
-        raise Invalid("The time multiplier is between 1 and 10 (1.5: half as much time again).")
+        raise Invalid(
+            for_request(request).gettext("The time multiplier is between 1 and 10 (1.5: half as much time again).")
+        )
     return value
 
 

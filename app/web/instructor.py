@@ -25,6 +25,7 @@ from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.users.models import User
 from app.web import charts, page_context
 from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings
+from app.web.i18n import for_request
 from app.web.page_route import WebRoute
 from app.web.rendering import render, render_fragment
 from app.web.upload_jobs import UploadJob, UploadJobs
@@ -60,14 +61,17 @@ def upload(
     request: Request, form: CheckedForm, user: WebInstructor, session: WebSession, settings: WebSettings
 ) -> Response:
     """Check the file and the offering, then validate in the background and go to the upload's progress page."""
-    file = form.get("file")
+    file, tr = form.get("file"), for_request(request)
     if not isinstance(file, UploadFile) or not file.filename:
-        return _instructor_page(request, session, user, 422, upload_error="Choose a .zip or .tar.gz file to upload.")
+        return _instructor_page(
+            request, session, user, 422, upload_error=tr.gettext("Choose a .zip or .tar.gz file to upload.")
+        )
     data = file.file.read(settings.max_upload_bytes + 1)
     try:
         if len(data) > settings.max_upload_bytes:
-            raise Invalid(f"The archive is larger than {settings.max_upload_bytes} bytes.", field="file")
-        target = _upload_target(session, access_for(session, user), user, form.get("offering"))
+            message = tr.gettext("The archive is larger than %(limit)d bytes.")
+            raise Invalid(message % {"limit": settings.max_upload_bytes}, field="file")
+        target = _upload_target(request, session, access_for(session, user), user, form.get("offering"))
     except (Invalid, Forbidden) as exc:
         session.rollback()
         return _instructor_page(request, session, user, 422, upload_error=exc.message)
@@ -129,7 +133,7 @@ def upload_page(request: Request, job_id: str, user: WebInstructor, session: Web
     """While the gate runs, its progress (refreshed in place); then the validation report, as the upload gave it."""
     job = _jobs(request).get(job_id[:64], owner_id=user.id)
     if job is None:
-        raise NotFound("No such upload (uploads are kept for an hour).")
+        raise NotFound(for_request(request).gettext("No such upload (uploads are kept for an hour)."))
     if job.done:
         return _instructor_page(request, session, user, job.status, **job.result)
     return render(request, "instructor/upload_progress.html", 202, job=job, waiting=True)
@@ -140,7 +144,7 @@ def upload_live(request: Request, job_id: str, user: WebInstructor) -> Response:
     """The progress part of that page; X-Progress: done once the report is ready (the page then reloads)."""
     job = _jobs(request).get(job_id[:64], owner_id=user.id)
     if job is None:
-        raise NotFound("No such upload (uploads are kept for an hour).")
+        raise NotFound(for_request(request).gettext("No such upload (uploads are kept for an hour)."))
     response = HTMLResponse(render_fragment(request, "instructor/_upload_progress.html", job=job))
     response.headers["X-Progress"] = "done" if job.done else "running"
     response.headers["Cache-Control"] = "no-store"
@@ -175,7 +179,7 @@ def gradebook_page(
         "instructor/gradebook.html",
         book=book,
         stats=stats,
-        charts_of={q.id: charts.ProblemCharts.of(q) for q in stats.problems},
+        charts_of={q.id: charts.ProblemCharts.of(q, for_request(request)) for q in stats.problems},
         bin_label=charts.bin_label,
         awaiting=awaiting,
         pending=pending,
@@ -220,7 +224,8 @@ def manual_grade(
             raise ValueError(raw)
     except ValueError:
         return _submission_with_error(request, session, settings, user, submission_id, raw, feedback,
-                                      f"manual_score: {raw!r} is not a number.")  # fmt: skip
+                                      for_request(request).gettext("manual_score: %(value)s is not a number.")
+                                      % {"value": repr(raw)})  # fmt: skip
     try:
         gradebook.manual_grade(session, access=access_for(session, user), submission_id=submission_id, grader=user,
                                manual_score=score, feedback=feedback)  # fmt: skip
@@ -245,7 +250,7 @@ def _submission_with_error(
     return render(request, "submission.html", 422, math=True, page=page, manual_error=message, manual_typed=typed)
 
 
-def _upload_target(session: WebSession, access: Access, user: User, raw: object) -> Offering:
+def _upload_target(request: Request, session: WebSession, access: Access, user: User, raw: object) -> Offering:
     """The offering an upload is assigned in: the form's choice, else the one the user teaches."""
     if isinstance(raw, str) and raw.isdigit() and len(raw) < 10:
         return courses.get_offering(session, access, int(raw), Action.UPLOAD)
@@ -254,4 +259,9 @@ def _upload_target(session: WebSession, access: Access, user: User, raw: object)
         return courses.get_offering(session, access, mine[0], Action.UPLOAD)
     if not mine and user.is_admin:
         return courses.home_offering(session)
-    raise Invalid("Choose the offering to upload into." if mine else "You teach no offering to upload into.")
+    tr = for_request(request)
+    raise Invalid(
+        tr.gettext("Choose the offering to upload into.")
+        if mine
+        else tr.gettext("You teach no offering to upload into.")
+    )

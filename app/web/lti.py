@@ -40,6 +40,7 @@ from app.web.deps import (
     WebUser,
     rotate_csrf,
 )
+from app.web.i18n import for_request
 from app.web.page_route import WebRoute
 from app.web.rendering import render
 
@@ -290,7 +291,7 @@ def deep_link_answer(
     offering = courses.get_offering(session, access, offering_id, Action.ASSIGNMENTS)
     problem_set = courses.problem_set_by_slug(session, str(form.get("problem_set") or ""))
     if not courses.may_assign(session, access, problem_set):
-        raise Forbidden("That set belongs to a course you do not teach.")
+        raise Forbidden(for_request(request).gettext("That set belongs to a course you do not teach."))
     score_maximum = deep_linking.max_score(session, offering, problem_set)
     session.commit()  # before respond(): it uses the launch up in a transaction of its own (SQLite: one writer)
     keys = key_store(settings.data_dir, settings.lti_key_grace_s)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -33,17 +31,6 @@ templates.env.install_gettext_callables(  # type: ignore[attr-defined]  # added 
 )
 
 
-def _when(value: datetime | str | None) -> str:
-    """UTC timestamps as 'YYYY-MM-DD HH:MM UTC' (pages are server-rendered; no client time zone to guess)."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 def _score(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}".rstrip("0").rstrip(".")
 
@@ -55,22 +42,11 @@ def _points(context: Context, value: float | None) -> str:
     return tr.ngettext("%(num)s pt", "%(num)s pts", 1 if value == 1 else 2) % {"num": _score(value)}
 
 
-@pass_context
-def _when_in(context: Context, value: datetime | None, zone: str) -> str:
-    """A date in the viewer's zone (else the offering's), the zone named, and UTC beside it when they differ."""
-    if value is None:
-        return "–"
-    shown = i18n.shown_zone(context, zone)
-    local = value.astimezone(ZoneInfo(shown)).strftime("%Y-%m-%d %H:%M")
-    return f"{local} {shown}" if shown == "UTC" else f"{local} {shown} ({_when(value)})"
-
-
 templates.env.filters["when"] = i18n.when_filter
 templates.env.filters["due"] = i18n.due_filter
 templates.env.filters["verdict"] = i18n.verdict_filter
 templates.env.filters["status"] = i18n.status_filter
 templates.env.filters["kind"] = i18n.kind_filter
-templates.env.filters["when_in"] = _when_in
 templates.env.filters["points"] = _points
 templates.env.filters["score"] = _score
 templates.env.filters["feedback_summary"] = pass_context(

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.web.i18n import N_
+
 log = logging.getLogger(__name__)
 KEEP_S = 3600.0
 MAX_JOBS = 200
@@ -74,7 +76,7 @@ class UploadJobs:
             job.status, job.result = work(job)
         except Exception:  # a bug must still end the job, with a message instead of a page that waits forever
             log.exception("upload validation failed")
-            job.status, job.result = 500, {"upload_error": "Validating this upload failed on our side; try again."}
+            job.status, job.result = 500, {"upload_error": N_("Validating this upload failed on our side; try again.")}
         job.finished = time.monotonic()
 
     def _forget_old(self) -> None:
