@@ -57,6 +57,11 @@ class Access:
     def any_staff(self) -> bool:
         return any(self.can(oid, Action.VIEW_UNRELEASED) for oid in self.roles)
 
+    @property
+    def any_gradebook(self) -> bool:
+        """Reads some offering's gradebook: staff, and observers (who read nothing else of it)."""
+        return any(self.can(oid, Action.GRADEBOOK) for oid in self.roles)
+
 
 def access_for(session: Session, user: User, *, staff_scope: bool = True, only_offering: int | None = None) -> Access:
     """Build the caller's Access. Admins are instructors of every offering."""

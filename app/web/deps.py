@@ -59,9 +59,17 @@ def require_instructor(user: Annotated[User, Depends(require_user)], session: We
     return user
 
 
+def require_gradebook_reader(user: Annotated[User, Depends(require_user)], session: WebSession) -> User:
+    """Reads the gradebook of at least one offering (staff and observers); the page checks the offering it shows."""
+    if not (user.is_admin or access_for(session, user).any_gradebook):
+        raise Forbidden("This page is for the staff and observers of an offering.")
+    return user
+
+
 MaybeUser = Annotated[User | None, Depends(optional_user)]
 WebUser = Annotated[User, Depends(require_user)]
 WebInstructor = Annotated[User, Depends(require_instructor)]
+WebGradebookReader = Annotated[User, Depends(require_gradebook_reader)]
 
 
 def csrf_token(request: Request) -> str:

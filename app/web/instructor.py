@@ -24,7 +24,7 @@ from app.problemsets import service as sets
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.users.models import User
 from app.web import charts, page_context
-from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings
+from app.web.deps import CheckedForm, WebGradebookReader, WebInstructor, WebSession, WebSettings
 from app.web.i18n import for_request
 from app.web.page_route import WebRoute
 from app.web.rendering import render, render_fragment
@@ -153,7 +153,7 @@ def upload_live(request: Request, job_id: str, user: WebInstructor) -> Response:
 
 @router.get("/instructor/sets/{slug}/gradebook")
 def gradebook_page(
-    request: Request, slug: str, user: WebInstructor, session: WebSession, offering: RowIdQuery = None
+    request: Request, slug: str, user: WebGradebookReader, session: WebSession, offering: RowIdQuery = None
 ) -> Response:
     """The gradebook table of one offering, the CSV link, per-question statistics and what awaits manual grading.
 
@@ -185,6 +185,8 @@ def gradebook_page(
         pending=pending,
         totals=totals,
         can_grade=access.can(book.offering, Action.GRADE),
+        # Observers read the gradebook, not the submissions: their names and scores are text, not links to a 403.
+        can_read_work=access.can(book.offering, Action.READ_SUBMISSIONS),
     )
 
 

@@ -32,6 +32,17 @@ def test_one_students_work_for_staff_of_their_offering_only(client, world):  # t
         resp = client.get(page_url)
         assert resp.status_code == status, key
         assert "alice@example.com" not in resp.text
+    # The observer reads A's gradebook page (the course home links it), where names and scores are text: no link to
+    # a student's work or a submission, which would be a 403; B's observer gets nothing of A's gradebook.
+    client.cookies.clear()
+    login(client, world.people["a:observer"])
+    observed = client.get(f"/instructor/sets/basic/gradebook?offering={world.a}")
+    assert observed.status_code == 200 and "alice@example.com" in observed.text
+    assert f'href="{page_url}"' not in observed.text and 'href="/submissions/' not in observed.text
+    assert f"/offerings/{world.a}/grades/" not in observed.text
+    client.cookies.clear()
+    login(client, world.people["b:observer"])
+    assert client.get(f"/instructor/sets/basic/gradebook?offering={world.a}").status_code == 404
     client.cookies.clear()
     login(client, world.people["a:ta"])  # a TA of A reads them
     assert "alice@example.com" in client.get(page_url).text
