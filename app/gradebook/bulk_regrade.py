@@ -1,5 +1,6 @@
-"""Bulk regrade of one problem: preview which submissions a selection holds (and their scores now), requeue them
-as one batch, and follow the batch's progress (how many are graded again, how many scores changed)."""
+"""Bulk regrade of one problem: preview which submissions a selection holds (their scores now and, for answer
+problems, the scores a regrade would give), requeue them against the current version of the set as one batch, and
+follow the batch's progress (how many are graded again, how many scores changed)."""
 
 from __future__ import annotations
 
@@ -10,23 +11,34 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from app.config import Settings
 from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.models import Assignment
+from app.courses.penalties import grading_penalties
 from app.courses.permissions import Action
 from app.errors import Invalid, NotFound
 from app.gradebook.attempts import EPS
 from app.gradebook.models import RegradeBatch
 from app.gradebook.service import requeue
-from app.submissions.models import Status, Submission, round_score
+from app.problemsets.models import ProblemSetVersion
+from app.problemsets.service import loaded_version
+from app.submissions.models import Status, Submission, final_score_of, round_score
 from app.users.models import User
+from graders.code.runner import CodeGraderLike
+from graders.grade import grade_submission
+from graders.kinds import kind_of
 
 NO_GRADE = "no grade"
+# The most submissions a preview grades in the page's request (a fill-in answer takes well under a millisecond, a
+# symbolic one may wait on the SymPy pool): past that, the change is known after applying, as for code.
+PREDICT_LIMIT = 2000
 
 
 @dataclass
 class Selection:
     assignment: Assignment
+    version: ProblemSetVersion  # the set's current version for this assignment: what the regrade grades against
     problem_id: str
     since: datetime | None
     below_full: bool
@@ -66,7 +78,8 @@ def select_for_regrade(
     """The submissions to ``problem_id`` of the caller's assignment of ``slug`` (staff who may grade there; 404
     elsewhere), made at or after ``since``, and only those below full marks or failed when ``below_full``."""
     found = courses.resolve(session, access, slug, offering_id=offering_id, action=Action.GRADE)
-    problems = {p["id"] for p in courses.version_of(session, found.assignment).spec.get("problems", [])}
+    version = courses.version_of(session, found.assignment)
+    problems = {p["id"] for p in version.spec.get("problems", [])}
     if problem_id not in problems:
         raise Invalid(f"no problem {problem_id!r} in {slug!r}; expected one of {sorted(problems)}", field="problem")
     query = (
@@ -81,6 +94,7 @@ def select_for_regrade(
     settled = [s for s in rows if s.status in (Status.GRADED, Status.ERROR)]
     return Selection(
         assignment=found.assignment,
+        version=version,
         problem_id=problem_id,
         since=since,
         below_full=below_full,
@@ -89,12 +103,92 @@ def select_for_regrade(
     )
 
 
+@dataclass
+class Prediction:
+    """What applying would do to the selection, graded here without writing anything.
+
+    ``known`` is False for a problem whose grading runs in the sandbox (code): student code never runs in the web
+    process, so its change is known only after applying. ``after`` maps each predicted submission to its score."""
+
+    known: bool
+    before: dict[int, float | None]
+    after: dict[int, float | None]  # None: its answers could not be graded against the current version
+    failed: int = 0
+    too_many: bool = False  # an answer problem, but more submissions than PREDICT_LIMIT: not graded here
+
+    def changed(self) -> dict[int, float]:
+        """Submission -> predicted score, for those whose score would change (a first grade counts as a change,
+        as the progress page counts it)."""
+        out = {}
+        for sid, after in self.after.items():
+            before = self.before[sid]
+            if after is not None and (before is None or abs(after - before) > EPS):
+                out[sid] = after
+        return out
+
+    @property
+    def up(self) -> int:  # as BatchProgress counts: a change is up when the score rises, down otherwise
+        return sum(1 for sid, after in self.changed().items() if after > (self.before[sid] or 0.0))
+
+    @property
+    def down(self) -> int:
+        return len(self.changed()) - self.up
+
+    @property
+    def same(self) -> int:
+        return len(self.after) - self.failed - len(self.changed())
+
+    @property
+    def total_change(self) -> float:
+        return round_score(sum(after - (self.before[sid] or 0.0) for sid, after in self.changed().items()))
+
+    def transitions(self) -> list[tuple[str, str, int]]:
+        """(score now, score after, how many), the changed ones only, biggest count first."""
+        counts: Counter[tuple[str, str]] = Counter()
+        for sid, after in self.changed().items():
+            before = self.before[sid]
+            counts[(NO_GRADE if before is None else f"{before:g}", f"{after:g}")] += 1
+        return [(b, a, n) for (b, a), n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+
+
+def _no_code_grader() -> CodeGraderLike:
+    raise RuntimeError("the regrade preview grades answer problems only")
+
+
+def predict(session: Session, settings: Settings, selection: Selection, limit: int = PREDICT_LIMIT) -> Prediction:
+    """Grade each selected submission's stored answers against the current version, in this process, with the
+    worker's entry point (graders.grade) and its penalties; hand-given points stay, as a regrade keeps them.
+    Nothing is written. Code problems, and selections of more than ``limit``, are not graded here (``known``
+    False)."""
+    before = {s.id: _final(s) for s in selection.submissions}
+    loaded = loaded_version(settings, selection.version)
+    problem = loaded.spec.problem(selection.problem_id)
+    if problem is None or not kind_of(problem).grades_in_process:
+        return Prediction(known=False, before=before, after={})
+    if len(selection.submissions) > limit:
+        return Prediction(known=False, before=before, after={}, too_many=True)
+    after: dict[int, float | None] = {}
+    failed = 0
+    for sub in selection.submissions:
+        try:
+            result = grade_submission(loaded, selection.problem_id, dict(sub.payload), _no_code_grader)
+        except Exception:  # answers the current version cannot read: the worker would record a failure
+            after[sub.id], failed = None, failed + 1
+            continue
+        penalties = grading_penalties(session, sub, loaded.spec)
+        manual = sub.grade.manual_score if sub.grade is not None else None
+        after[sub.id] = round_score(final_score_of(result.score, manual, penalties.late, penalties.decay))
+    return Prediction(known=True, before=before, after=after, failed=failed)
+
+
 def start(session: Session, *, selection: Selection, user: User) -> RegradeBatch:
-    """Requeue every selected submission and record the batch with each score before; committed here, so the
-    caller can wake the workers (one job per submission)."""
+    """Requeue every selected submission against the current version of the set (the one the preview graded
+    against) and record the batch with each score before; committed here, so the caller can wake the workers
+    (one job per submission)."""
     if not selection.submissions:
         raise Invalid("the selection holds no submission to regrade", field="problem")
     for sub in selection.submissions:
+        sub.problem_set_version = selection.version
         requeue(sub)
     batch = RegradeBatch(
         assignment_id=selection.assignment.id,

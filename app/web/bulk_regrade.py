@@ -1,5 +1,6 @@
 """Bulk regrade pages: pick a problem (optionally only submissions since a date, or only those below full marks),
-preview how many would be regraded and their scores now, apply as one queued job per submission, follow progress."""
+preview how many would be regraded, their scores now and (answer problems) how the regrade would change them,
+apply as one queued job per submission, follow progress."""
 
 from __future__ import annotations
 
@@ -68,6 +69,9 @@ def _page(
             context["selection"] = _select(session, access, slug, found.assignment.offering_id, fields)
         except Invalid as exc:
             status, context["error"] = 422, exc.message
+        else:  # graded here with nothing written; the session is rolled back so nothing could be
+            context["prediction"] = bulk_regrade.predict(session, request.app.state.settings, context["selection"])
+            session.rollback()
     return render(request, "instructor/regrade.html", status, **context)
 
 
