@@ -74,6 +74,12 @@ class BlankWrongAnswers(BaseModel):
     top: list[WrongAnswer] = Field(description="the most common wrong answers, at most five, most students first")
 
 
+class MutantLikeness(BaseModel):
+    mutant: str = Field(description="the mutant's file name under mutants/<problem>/, e.g. subtracts.py")
+    failed_checks: list[str] = Field(description="the checks it fails in the gate's matrix stored at upload")
+    students: int = Field(description="students whose counted submission fails exactly these checks")
+
+
 class ProblemStats(BaseModel):
     id: str
     title: str
@@ -93,6 +99,11 @@ class ProblemStats(BaseModel):
     pending_manual: int = Field(default=0, description="students whose counted attempt awaits hand grading")
     wrong_answers: list[BlankWrongAnswers] = Field(
         default_factory=list, description="per blank of an answers problem, in part order; empty for code problems"
+    )
+    mutants: list[MutantLikeness] = Field(
+        default_factory=list,
+        description="per mutant of a code problem's gate (as run at upload), how many students behave like it; "
+        "empty where the gate did not run",
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from typing import Any
 
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
@@ -13,7 +14,15 @@ from app.courses.access import Access
 from app.courses.models import Assignment
 from app.courses.permissions import Action
 from app.gradebook.attempts import EPS, Column, best_attempts, columns, load_attempts, student_ids
-from app.gradebook.schemas import BlankWrongAnswers, CheckStat, ProblemStats, ScoreBin, SetStats, WrongAnswer
+from app.gradebook.schemas import (
+    BlankWrongAnswers,
+    CheckStat,
+    MutantLikeness,
+    ProblemStats,
+    ScoreBin,
+    SetStats,
+    WrongAnswer,
+)
 from app.gradebook.service import counted_rule
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import spec_of
@@ -48,6 +57,9 @@ def set_stats(session: Session, *, access: Access, slug: str, offering_id: int |
         stats.pending_manual = len(waiting)
         stats.histogram = histogram([a.final_score or 0.0 for a in counted if a not in waiting], col.max_score)
         stats.wrong_answers = wrong.get(col.id, [])
+        gate = version.validation_report.get("mutant_gates", {}).get(col.id)
+        if isinstance(gate, dict) and counted:
+            stats.mutants = _mutant_likeness(session, gate, [a.id for a in counted])
         problems.append(stats)
     return SetStats(problem_set=slug, offering=assignment.offering_id, title=version.problem_set.title,
                     version=version.number, problems=problems)  # fmt: skip
@@ -194,4 +206,29 @@ def _part_specs(session: Session, version_id: int) -> dict[str, dict[str, Answer
         out[problem.id] = {
             pid: spec for pid, spec in zip(problem.part_ids(), specs, strict=False) if ANSWER_KINDS[spec.kind].auto
         }
+    return out
+
+
+def _mutant_likeness(session: Session, gate: dict[str, Any], counted_ids: list[int]) -> list[MutantLikeness]:
+    """Per mutant of the gate's matrix (stored with the version at upload; nothing is re-run), how many of the
+    counted submissions fail exactly the checks it fails. A submission graded against other checks (another
+    version's) resembles no mutant; a mutant that fails no check outright (it only lost points) is left out."""
+    names = {c["name"] for c in gate.get("checks", [])}
+    failed: dict[int, set[str]] = defaultdict(set)
+    ran: dict[int, set[str]] = defaultdict(set)
+    for sid, name, passed in session.execute(
+        select(CheckResultRow.submission_id, CheckResultRow.name, CheckResultRow.passed).where(
+            CheckResultRow.submission_id.in_(counted_ids), CheckResultRow.category != _NOT_A_CHECK
+        )
+    ):
+        ran[sid].add(name)
+        if not passed:
+            failed[sid].add(name)
+    vectors = [frozenset(failed[sid]) for sid in counted_ids if ran[sid] == names]
+    out = []
+    for row in gate.get("files", []):
+        fails = [name for name, cell in row.get("checks", {}).items() if not cell.get("passed")]
+        if row.get("kind") != "mutant" or not fails:
+            continue
+        out.append(MutantLikeness(mutant=row["path"], failed_checks=fails, students=vectors.count(frozenset(fails))))
     return out
