@@ -60,6 +60,26 @@ class ScoreBin(BaseModel):
     students: int
 
 
+class WrongAnswer(BaseModel):
+    answer: str | None = Field(
+        description="the answer after the grader's normalisation (its first 200 characters); null for a caller who may "
+        "not read submissions"
+    )
+    students: int = Field(description="students who gave this wrong answer at least once")
+
+
+class BlankWrongAnswers(BaseModel):
+    part: str = Field(description="part id (b1, b2, ...)")
+    wrong_students: int = Field(description="students with at least one wrong (non-empty) answer to this blank")
+    top: list[WrongAnswer] = Field(description="the most common wrong answers, at most five, most students first")
+
+
+class MutantLikeness(BaseModel):
+    mutant: str = Field(description="the mutant's file name under mutants/<problem>/, e.g. subtracts.py")
+    failed_checks: list[str] = Field(description="the checks it fails in the gate's matrix stored at upload")
+    students: int = Field(description="students whose counted submission fails exactly these checks")
+
+
 class ProblemStats(BaseModel):
     id: str
     title: str
@@ -77,6 +97,14 @@ class ProblemStats(BaseModel):
         description="the students' counted scores in bins from 0 to max_score, those awaiting hand grading left out",
     )
     pending_manual: int = Field(default=0, description="students whose counted attempt awaits hand grading")
+    wrong_answers: list[BlankWrongAnswers] = Field(
+        default_factory=list, description="per blank of an answers problem, in part order; empty for code problems"
+    )
+    mutants: list[MutantLikeness] = Field(
+        default_factory=list,
+        description="per mutant of a code problem's gate (as run at upload), how many students behave like it; "
+        "empty where the gate did not run",
+    )
 
 
 class SetStats(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from typing import Any
 
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
@@ -13,10 +14,22 @@ from app.courses.access import Access
 from app.courses.models import Assignment
 from app.courses.permissions import Action
 from app.gradebook.attempts import EPS, Column, best_attempts, columns, load_attempts, student_ids
-from app.gradebook.schemas import CheckStat, ProblemStats, ScoreBin, SetStats
+from app.gradebook.schemas import (
+    BlankWrongAnswers,
+    CheckStat,
+    MutantLikeness,
+    ProblemStats,
+    ScoreBin,
+    SetStats,
+    WrongAnswer,
+)
 from app.gradebook.service import counted_rule
+from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import spec_of
 from app.submissions.models import CheckResultRow, Submission
+from graders.answers.normalize import collapse_whitespace
+from graders.answers.registry import ANSWER_KINDS, normalized_answer
+from graders.answers.specs import AnswerSpec
 
 # Rubric rows say "awaiting manual grading" until an instructor scores the whole submission; they are not a pass rate.
 _NOT_A_CHECK = "manual"
@@ -31,6 +44,8 @@ def set_stats(session: Session, *, access: Access, slug: str, offering_id: int |
     attempts = load_attempts(session, assignment)
     best = best_attempts(attempts, counted_rule(assignment, spec_of(version)))
     checks = _check_stats(session, assignment)
+    # A student's answer text is their work: only staff who may read submissions see it (observers get the counts).
+    wrong = _wrong_answers(session, assignment, texts=access.can(assignment.offering_id, Action.READ_SUBMISSIONS))
     problems = []
     for col in columns(version, attempts):
         mine = [a for a in attempts if a.problem_id == col.id]
@@ -41,6 +56,10 @@ def set_stats(session: Session, *, access: Access, slug: str, offering_id: int |
         waiting = [a for a in counted if col.rubric_points > 0 and a.manual_score is None]
         stats.pending_manual = len(waiting)
         stats.histogram = histogram([a.final_score or 0.0 for a in counted if a not in waiting], col.max_score)
+        stats.wrong_answers = wrong.get(col.id, [])
+        gate = version.validation_report.get("mutant_gates", {}).get(col.id)
+        if isinstance(gate, dict) and counted:
+            stats.mutants = _mutant_likeness(session, gate, [a.id for a in counted])
         problems.append(stats)
     return SetStats(problem_set=slug, offering=assignment.offering_id, title=version.problem_set.title,
                     version=version.number, problems=problems)  # fmt: skip
@@ -117,4 +136,99 @@ def _check_stats(session: Session, assignment: Assignment) -> dict[str, list[Che
                 pass_rate=round(passed / r.results, 4),
             )
         )
+    return out
+
+
+TOP_WRONG = 5
+SHOWN_CHARS = 200  # an answer may be 10,000 characters; the table shows its start
+
+
+def _shorten(answer: str) -> str:
+    return answer if len(answer) <= SHOWN_CHARS else answer[: SHOWN_CHARS - 1] + "…"
+
+
+def _wrong_answers(session: Session, assignment: Assignment, *, texts: bool) -> dict[str, list[BlankWrongAnswers]]:
+    """Problem id -> per blank, the wrong answers most students gave, grouped by the grader's own normalisation
+    (under the spec of the version each attempt was graded at). Every graded student attempt counts, each student
+    once per answer; blanks left empty are not wrong answers worth an alias. ``texts`` False leaves the answers out."""
+    rows = session.execute(
+        select(Submission.user_id, Submission.problem_id, Submission.problem_set_version_id, Submission.payload,
+               CheckResultRow.name)
+        .join(Submission, CheckResultRow.submission_id == Submission.id)
+        .where(
+            Submission.assignment_id == assignment.id,
+            Submission.user_id.in_(student_ids(session, assignment.offering_id)),
+            CheckResultRow.category == "answer",
+            CheckResultRow.passed.is_(False),
+        )
+    ).all()  # fmt: skip
+    parts: dict[int, dict[str, dict[str, AnswerSpec]]] = {}  # version id -> problem id -> part id -> spec
+    students: dict[tuple[str, str], dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
+    seen: dict[tuple[int, str, str, str], str | None] = {}  # one normalisation per distinct text
+    for r in rows:
+        if r.problem_set_version_id not in parts:
+            parts[r.problem_set_version_id] = _part_specs(session, r.problem_set_version_id)
+        spec = parts[r.problem_set_version_id].get(r.problem_id, {}).get(r.name)
+        answers = r.payload.get("answers") if isinstance(r.payload, dict) else None
+        raw = answers.get(r.name) if isinstance(answers, dict) else None
+        if spec is None or not isinstance(raw, str) or not raw.strip():
+            continue
+        key = (r.problem_set_version_id, r.problem_id, r.name, raw)
+        if key not in seen:
+            seen[key] = normalized_answer(raw, spec)
+        # An answer the grader cannot read at all (a formula that does not parse) is grouped as typed.
+        group = seen[key] or collapse_whitespace(raw)
+        students[(r.problem_id, r.name)][group].add(r.user_id)
+    out: dict[str, list[BlankWrongAnswers]] = defaultdict(list)
+    # Part ids are b1, b2, ... b10: in part order, not text order.
+    for (problem_id, part), groups in sorted(students.items(), key=lambda kv: (kv[0][0], len(kv[0][1]), kv[0][1])):
+        top = sorted(((answer, len(users)) for answer, users in groups.items()), key=lambda kv: (-kv[1], kv[0]))
+        out[problem_id].append(
+            BlankWrongAnswers(
+                part=part,
+                wrong_students=len(set().union(*groups.values())),
+                top=[
+                    WrongAnswer(answer=_shorten(answer) if texts else None, students=n) for answer, n in top[:TOP_WRONG]
+                ],
+            )
+        )
+    return out
+
+
+def _part_specs(session: Session, version_id: int) -> dict[str, dict[str, AnswerSpec]]:
+    """Problem id -> part id -> the spec of each automatically graded part, at one version of the set."""
+    version = session.get(ProblemSetVersion, version_id)
+    if version is None:
+        return {}
+    out: dict[str, dict[str, AnswerSpec]] = {}
+    for problem in spec_of(version).problems:
+        specs = getattr(problem, "parts", None) or []
+        out[problem.id] = {
+            pid: spec for pid, spec in zip(problem.part_ids(), specs, strict=False) if ANSWER_KINDS[spec.kind].auto
+        }
+    return out
+
+
+def _mutant_likeness(session: Session, gate: dict[str, Any], counted_ids: list[int]) -> list[MutantLikeness]:
+    """Per mutant of the gate's matrix (stored with the version at upload; nothing is re-run), how many of the
+    counted submissions fail exactly the checks it fails. A submission graded against other checks (another
+    version's) resembles no mutant; a mutant that fails no check outright (it only lost points) is left out."""
+    names = {c["name"] for c in gate.get("checks", [])}
+    failed: dict[int, set[str]] = defaultdict(set)
+    ran: dict[int, set[str]] = defaultdict(set)
+    for sid, name, passed in session.execute(
+        select(CheckResultRow.submission_id, CheckResultRow.name, CheckResultRow.passed).where(
+            CheckResultRow.submission_id.in_(counted_ids), CheckResultRow.category != _NOT_A_CHECK
+        )
+    ):
+        ran[sid].add(name)
+        if not passed:
+            failed[sid].add(name)
+    vectors = [frozenset(failed[sid]) for sid in counted_ids if ran[sid] == names]
+    out = []
+    for row in gate.get("files", []):
+        fails = [name for name, cell in row.get("checks", {}).items() if not cell.get("passed")]
+        if row.get("kind") != "mutant" or not fails:
+            continue
+        out.append(MutantLikeness(mutant=row["path"], failed_checks=fails, students=vectors.count(frozenset(fails))))
     return out

@@ -45,7 +45,7 @@ from graders.answers.specs import (
     SymbolicSpec,
     TextSpec,
 )
-from graders.answers.symbolic import grade_symbolic, symbolic_format_error
+from graders.answers.symbolic import grade_symbolic, symbolic_format_error, symbolic_normal_form
 from graders.answers.text import grade_text
 from graders.results import PartResult
 
@@ -123,6 +123,15 @@ def grade_part(submitted: str, spec: AnswerSpec) -> PartResult:
         The part's result; never raises for bad student input.
     """
     return ANSWER_KINDS[kind_name(type(spec))].grade(submitted, spec)
+
+
+def normalized_answer(submitted: str, spec: AnswerSpec) -> str | None:
+    """The answer as the part's grader reads it before comparing (its result's ``normalized``: "encoder" for
+    " Encoder。", "32" for "2^5"), for grouping students' answers; None where the grader reads nothing. A symbolic
+    part is parsed only, never sent to the SymPy worker; every other kind's grader is pure and cheap."""
+    if isinstance(spec, SymbolicSpec):
+        return symbolic_normal_form(submitted, spec)
+    return grade_part(submitted, spec).normalized
 
 
 def table_union(table: Mapping[str, type[BaseModel]], noun: str) -> Any:

@@ -130,3 +130,14 @@ def symbolic_format_error(submitted: str, spec: SymbolicSpec) -> str | None:
     except (ExprError, AmbiguousName):
         return None
     return None
+
+
+def symbolic_normal_form(submitted: str, spec: SymbolicSpec) -> str | None:
+    """The formula as grade_symbolic parses it (its ``normalized``), without comparing it (no SymPy worker); None
+    for what it cannot parse."""
+    if precheck(submitted) is not None:
+        return None
+    try:
+        return ast.unparse(parse_expression(submitted, tuple(spec.symbols), big_o=True))
+    except ExprError:
+        return None
