@@ -49,7 +49,8 @@ def test_bulk_regrade_preview_then_progress_in_place(new_page: Any) -> None:
     page.goto("/instructor/sets/ch9/gradebook")
     page.get_by_role("link", name="Bob Ray").click()
     expect(page.get_by_role("heading", name="Bob Ray", level=1)).to_be_visible()
-    expect(page.locator("table.student-work").first).to_contain_text("q2")
+    # A table per assignment; other tests may have given bob attention submissions too, listed before ch9's.
+    expect(page.locator("table.student-work").filter(has_text="q2")).to_have_count(1)
     shot(page, "32-student-work")
     check_a11y(page, "32-student-work")
 
