@@ -62,7 +62,7 @@ def require_instructor(user: Annotated[User, Depends(require_user)], session: We
 def require_gradebook_reader(user: Annotated[User, Depends(require_user)], session: WebSession) -> User:
     """Reads the gradebook of at least one offering (staff and observers); the page checks the offering it shows."""
     if not (user.is_admin or access_for(session, user).any_gradebook):
-        raise Forbidden("This page is for the staff and observers of an offering.")
+        raise Forbidden("This page is for instructors, TAs and observers of an offering.")
     return user
 
 
