@@ -66,12 +66,23 @@ class WrongAnswer(BaseModel):
         "not read submissions"
     )
     students: int = Field(description="students who gave this wrong answer at least once")
+    accepted_now: bool | None = Field(
+        default=None,
+        description="whether the set's current version accepts it (added as an alias since): a regrade gives the "
+        "points; null where that is not known (formula blanks, hidden answers)",
+    )
+    known_wrong: bool = Field(
+        default=False, description="listed among the blank's known-wrong examples (reject) in the current version"
+    )
 
 
 class BlankWrongAnswers(BaseModel):
     part: str = Field(description="part id (b1, b2, ...)")
     wrong_students: int = Field(description="students with at least one wrong (non-empty) answer to this blank")
     top: list[WrongAnswer] = Field(description="the most common wrong answers, at most five, most students first")
+    takes_aliases: bool = Field(
+        default=False, description="a text blank in the current version: an instructor may accept one of these answers"
+    )
 
 
 class MutantLikeness(BaseModel):

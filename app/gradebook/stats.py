@@ -28,8 +28,8 @@ from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import spec_of
 from app.submissions.models import CheckResultRow, Submission
 from graders.answers.normalize import collapse_whitespace
-from graders.answers.registry import ANSWER_KINDS, normalized_answer
-from graders.answers.specs import AnswerSpec
+from graders.answers.registry import ANSWER_KINDS, grade_part, normalized_answer
+from graders.answers.specs import AnswerSpec, SymbolicSpec, TextSpec
 
 # Rubric rows say "awaiting manual grading" until an instructor scores the whole submission; they are not a pass rate.
 _NOT_A_CHECK = "manual"
@@ -45,7 +45,9 @@ def set_stats(session: Session, *, access: Access, slug: str, offering_id: int |
     best = best_attempts(attempts, counted_rule(assignment, spec_of(version)))
     checks = _check_stats(session, assignment)
     # A student's answer text is their work: only staff who may read submissions see it (observers get the counts).
-    wrong = _wrong_answers(session, assignment, texts=access.can(assignment.offering_id, Action.READ_SUBMISSIONS))
+    wrong = _wrong_answers(
+        session, assignment, version, texts=access.can(assignment.offering_id, Action.READ_SUBMISSIONS)
+    )
     problems = []
     for col in columns(version, attempts):
         mine = [a for a in attempts if a.problem_id == col.id]
@@ -147,10 +149,13 @@ def _shorten(answer: str) -> str:
     return answer if len(answer) <= SHOWN_CHARS else answer[: SHOWN_CHARS - 1] + "…"
 
 
-def _wrong_answers(session: Session, assignment: Assignment, *, texts: bool) -> dict[str, list[BlankWrongAnswers]]:
+def _wrong_answers(
+    session: Session, assignment: Assignment, current: ProblemSetVersion, *, texts: bool
+) -> dict[str, list[BlankWrongAnswers]]:
     """Problem id -> per blank, the wrong answers most students gave, grouped by the grader's own normalisation
     (under the spec of the version each attempt was graded at). Every graded student attempt counts, each student
-    once per answer; blanks left empty are not wrong answers worth an alias. ``texts`` False leaves the answers out."""
+    once per answer; blanks left empty are not wrong answers worth an alias. ``texts`` False leaves the answers out.
+    Each answer says whether the ``current`` version accepts it (an alias added since the attempts were graded)."""
     rows = session.execute(
         select(Submission.user_id, Submission.problem_id, Submission.problem_set_version_id, Submission.payload,
                CheckResultRow.name)
@@ -179,20 +184,45 @@ def _wrong_answers(session: Session, assignment: Assignment, *, texts: bool) -> 
         # An answer the grader cannot read at all (a formula that does not parse) is grouped as typed.
         group = seen[key] or collapse_whitespace(raw)
         students[(r.problem_id, r.name)][group].add(r.user_id)
+    now = _part_specs(session, current.id) if current.id not in parts else parts[current.id]
     out: dict[str, list[BlankWrongAnswers]] = defaultdict(list)
     # Part ids are b1, b2, ... b10: in part order, not text order.
     for (problem_id, part), groups in sorted(students.items(), key=lambda kv: (kv[0][0], len(kv[0][1]), kv[0][1])):
         top = sorted(((answer, len(users)) for answer, users in groups.items()), key=lambda kv: (-kv[1], kv[0]))
+        spec_now = now.get(problem_id, {}).get(part)
         out[problem_id].append(
             BlankWrongAnswers(
                 part=part,
                 wrong_students=len(set().union(*groups.values())),
                 top=[
-                    WrongAnswer(answer=_shorten(answer) if texts else None, students=n) for answer, n in top[:TOP_WRONG]
+                    WrongAnswer(
+                        answer=_shorten(answer) if texts else None,
+                        students=n,
+                        accepted_now=_accepted_now(answer, spec_now) if texts else None,
+                        known_wrong=texts and _known_wrong(answer, spec_now),
+                    )
+                    for answer, n in top[:TOP_WRONG]
                 ],
+                takes_aliases=isinstance(spec_now, TextSpec),
             )
         )
     return out
+
+
+def _accepted_now(answer: str, spec: AnswerSpec | None) -> bool | None:
+    """Whether the current version's part accepts ``answer``; None where that is unknown: no such part now, an
+    answer cut short for the table, or a formula (comparing one would wait on the SymPy pool)."""
+    if spec is None or isinstance(spec, SymbolicSpec) or len(answer) > SHOWN_CHARS:
+        return None
+    return grade_part(answer, spec).correct
+
+
+def _known_wrong(answer: str, spec: AnswerSpec | None) -> bool:
+    """Whether the current version lists ``answer`` among its known-wrong examples (``reject``): the instructor
+    said so, so the page offers no alias for it."""
+    if spec is None or isinstance(spec, SymbolicSpec):
+        return False
+    return any(normalized_answer(r, spec) == answer for r in spec.reject)
 
 
 def _part_specs(session: Session, version_id: int) -> dict[str, dict[str, AnswerSpec]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, Query, Request, UploadFile
+from fastapi import APIRouter, Form, Path, Query, Request, Response, UploadFile
 from starlette.concurrency import run_in_threadpool
 
 from app.courses import clock
@@ -203,3 +203,31 @@ def list_versions(
         )
         for v in found.problem_set.versions
     ]
+
+
+@router.get(
+    "/{slug}/versions/{number}/archive",
+    response_class=Response,
+    responses={200: {"content": {"application/gzip": {}}, "description": "the version's files as a tar.gz"},
+               **error_responses(404)},
+)  # fmt: skip
+def download_version(
+    slug: str,
+    number: Annotated[int, Path(ge=1, le=MAX_ROW_ID)],
+    user: InstructorUser,
+    principal: PrincipalDep,
+    session: SessionDep,
+    offering: OfferingQuery = None,
+) -> Response:
+    """One version's whole set (problemset.yaml, prompts, checks, solutions, mutants) as the tar.gz it is stored
+    as: to bring a version made on the web (an alias accepted from the gradebook) back into the set's folder.
+    Staff who may upload sets in an offering it is assigned in; the checks and solutions are in it."""
+    found = courses.resolve(session, principal.access, slug, offering_id=offering, action=Action.UPLOAD)
+    version = next((v for v in found.problem_set.versions if v.number == number), None)
+    if version is None:
+        raise NotFound(f"{slug!r} has no version {number}", field="number")
+    return Response(
+        version.archive,
+        media_type="application/gzip",
+        headers={"Content-Disposition": f'attachment; filename="{slug}-v{number}.tar.gz"'},
+    )

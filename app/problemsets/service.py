@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Callable
 from datetime import datetime
@@ -24,6 +25,8 @@ from graders.problemset.archive import ArchiveLimits, pack_files, unpack_archive
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import LoadedSet, load_problem_set
 from graders.problemset.validate import ValidationReport
+
+log = logging.getLogger(__name__)
 
 
 class ProblemSetRejected(Invalid):
@@ -57,11 +60,15 @@ def ingest(
     progress: Callable[[str], None] | None = None,
     max_grading_s: float | None = None,
     may_replace: Callable[[ProblemSet], bool] | None = None,
+    based_on: int | None = None,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
     """Validate ``loaded`` completely, then store it as a new version (or return the identical latest one).
 
     ``may_replace`` says whether the uploader may add a version to an existing set of that id (an instructor of
     one course must not replace another course's set); refused before anything is validated or stored.
+    ``based_on`` is the version number an edit of a stored version started from: if another version was stored
+    since, the edit would silently drop it, so it is refused (Conflict). Two edits of the same version validated
+    at once cannot both be stored either: the second meets the unique version number.
 
     Returns:
         (version, report, created): created is False when the latest version already has this content.
@@ -73,6 +80,11 @@ def ingest(
             field="file",
         )
     latest = _latest(session, problem_set.id) if problem_set else None
+    if based_on is not None and (latest.number if latest else None) != based_on:
+        raise Conflict(
+            f"{loaded.spec.id!r} has a newer version than {based_on} now; reload the gradebook and try again",
+            field="file",
+        )
     if latest is not None and latest.content_hash == loaded.content_hash:
         return latest, ValidationReport(), False
     report = validate_set(loaded, code_grader=grader, progress=progress, max_grading_s=max_grading_s)
@@ -125,8 +137,14 @@ def load_dir(
     max_grading_s: float | None = None,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
     """Load a set from a folder (serve's shipped sets, `autograder problems load`); it is assigned in the default
-    offering the first time, so the demo course has it."""
+    offering the first time, so the demo course has it.
+
+    A folder whose content is an older version of the set than the latest leaves the latest current: that one was
+    made since, on the web (an alias accepted from the gradebook), and a restart of `serve` must not undo it."""
     loaded = load_problem_set(root)
+    kept = _newer_than_folder(session, loaded)
+    if kept is not None:
+        return kept, ValidationReport(), False
     out = ingest(session, loaded=loaded, user_id=None, grader=grader, progress=progress, max_grading_s=max_grading_s)
     default_assignment(session, out[0].problem_set)
     return out
@@ -143,6 +161,7 @@ def upload(
     may_replace: Callable[[ProblemSet], bool] | None = None,
     progress: Callable[[str], None] | None = None,
     on_loaded: Callable[[LoadedSet], None] | None = None,
+    based_on: int | None = None,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
     """Unpack, validate and store an uploaded archive; ``on_loaded`` sees the parsed set before the (long)
     validation, ``progress`` gets one line per file the mutant gate grades."""
@@ -162,6 +181,7 @@ def upload(
             progress=progress,
             max_grading_s=settings.grading_lease_s,
             may_replace=may_replace,
+            based_on=based_on,
         )
 
 
@@ -177,6 +197,27 @@ def gate_files(loaded: LoadedSet) -> int:
                     and "/" not in name[len(prefix):]
                 )  # fmt: skip
     return count
+
+
+def _newer_than_folder(session: Session, loaded: LoadedSet) -> ProblemSetVersion | None:
+    """The latest version of ``loaded``'s set when ``loaded`` is the content of an older one, else None."""
+    problem_set = session.scalar(select(ProblemSet).where(ProblemSet.slug == loaded.spec.id))
+    latest = _latest(session, problem_set.id) if problem_set is not None else None
+    if problem_set is None or latest is None or latest.content_hash == loaded.content_hash:
+        return None
+    older = session.scalar(
+        select(ProblemSetVersion.number).where(
+            ProblemSetVersion.problem_set_id == problem_set.id, ProblemSetVersion.content_hash == loaded.content_hash
+        )
+    )
+    if older is None:
+        return None
+    log.warning(
+        "%s: the folder holds version %d; version %d, made since on the web, stays current (download it to update "
+        "the folder: GET /api/v1/problem-sets/%s/versions/%d/archive)",
+        loaded.spec.id, older, latest.number, loaded.spec.id, latest.number,
+    )  # fmt: skip
+    return latest
 
 
 def _latest(session: Session, problem_set_id: int) -> ProblemSetVersion | None:

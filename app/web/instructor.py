@@ -75,12 +75,12 @@ def upload(
     except (Invalid, Forbidden) as exc:
         session.rollback()
         return _instructor_page(request, session, user, 422, upload_error=exc.message)
-    work = functools.partial(_validate_and_store, request.app.state, user.id, target.id, data, file.filename)
-    job = _jobs(request).start(owner_id=user.id, filename=file.filename, work=work)
+    work = functools.partial(validate_and_store, request.app.state, user.id, target.id, data, file.filename)
+    job = upload_jobs(request).start(owner_id=user.id, filename=file.filename, work=work)
     return RedirectResponse(f"/instructor/uploads/{job.id}", status_code=303)
 
 
-def _jobs(request: Request) -> UploadJobs:
+def upload_jobs(request: Request) -> UploadJobs:
     state = request.app.state
     if not hasattr(state, "upload_jobs"):
         state.upload_jobs = UploadJobs()
@@ -88,10 +88,11 @@ def _jobs(request: Request) -> UploadJobs:
     return jobs
 
 
-def _validate_and_store(
-    state: Any, user_id: int, offering_id: int, data: bytes, filename: str, job: UploadJob
+def validate_and_store(
+    state: Any, user_id: int, offering_id: int, data: bytes, filename: str, job: UploadJob, based_on: int | None = None
 ) -> tuple[int, dict[str, Any]]:
-    """The upload's validation and storage (a thread of its own, with its own session): (status, page context)."""
+    """The upload's validation and storage (a thread of its own, with its own session): (status, page context).
+    ``based_on``: the version number the archive was made from (refused if the set has another latest one)."""
     settings = state.settings
     with state.session_factory() as session:
         user = session.get(User, user_id)
@@ -111,6 +112,7 @@ def _validate_and_store(
                 may_replace=lambda ps: user.is_admin or bool(courses.offerings_with_set(session, ps) & mine),
                 progress=job.lines.append,
                 on_loaded=lambda loaded: setattr(job, "total", sets.gate_files(loaded)),
+                based_on=based_on,
             )
             courses.ensure_assigned(session, offering=target, problem_set=version.problem_set)
         except sets.ProblemSetRejected as exc:
@@ -131,7 +133,7 @@ def _validate_and_store(
 @router.get("/instructor/uploads/{job_id}")
 def upload_page(request: Request, job_id: str, user: WebInstructor, session: WebSession) -> Response:
     """While the gate runs, its progress (refreshed in place); then the validation report, as the upload gave it."""
-    job = _jobs(request).get(job_id[:64], owner_id=user.id)
+    job = upload_jobs(request).get(job_id[:64], owner_id=user.id)
     if job is None:
         raise NotFound(for_request(request).gettext("No such upload (uploads are kept for an hour)."))
     if job.done:
@@ -142,7 +144,7 @@ def upload_page(request: Request, job_id: str, user: WebInstructor, session: Web
 @router.get("/instructor/uploads/{job_id}/live")
 def upload_live(request: Request, job_id: str, user: WebInstructor) -> Response:
     """The progress part of that page; X-Progress: done once the report is ready (the page then reloads)."""
-    job = _jobs(request).get(job_id[:64], owner_id=user.id)
+    job = upload_jobs(request).get(job_id[:64], owner_id=user.id)
     if job is None:
         raise NotFound(for_request(request).gettext("No such upload (uploads are kept for an hour)."))
     response = HTMLResponse(render_fragment(request, "instructor/_upload_progress.html", job=job))
@@ -160,6 +162,13 @@ def gradebook_page(
     A cell whose best attempt waits for hand grading shows "pending", not its automatic 0, and the row's total
     leaves it out until it is graded.
     """
+    return gradebook_response(request, session, user, slug, offering)
+
+
+def gradebook_response(
+    request: Request, session: WebSession, user: User, slug: str, offering: int | None, status: int = 200, **extra: Any
+) -> Response:
+    """The gradebook page (``extra`` adds to its context: an error of a form posted from it)."""
     access = access_for(session, user)
     book = gradebook.gradebook(session, access=access, slug=slug, offering_id=offering)
     awaiting = (
@@ -177,6 +186,7 @@ def gradebook_page(
     return render(
         request,
         "instructor/gradebook.html",
+        status,
         book=book,
         stats=stats,
         charts_of={q.id: charts.ProblemCharts.of(q, for_request(request)) for q in stats.problems},
@@ -187,6 +197,9 @@ def gradebook_page(
         can_grade=access.can(book.offering, Action.GRADE),
         # Observers read the gradebook, not the submissions: their names and scores are text, not links to a 403.
         can_read_work=access.can(book.offering, Action.READ_SUBMISSIONS),
+        # Accepting a wrong answer as an alias makes a new version of the set: for those who may upload sets.
+        can_add_alias=access.can(book.offering, Action.UPLOAD),
+        **extra,
     )
 
 

@@ -5,7 +5,19 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.staticfiles import StaticFiles
 
-from app.web import account, auth, bulk_regrade, courses, grading_queue, instructor, lti, preferences, student, webhooks
+from app.web import (
+    account,
+    aliases,
+    auth,
+    bulk_regrade,
+    courses,
+    grading_queue,
+    instructor,
+    lti,
+    preferences,
+    student,
+    webhooks,
+)
 from app.web.rendering import HERE
 
 router = APIRouter(include_in_schema=False)
@@ -17,6 +29,7 @@ router.include_router(courses.router)
 router.include_router(grading_queue.router)
 router.include_router(webhooks.router)
 router.include_router(bulk_regrade.router)
+router.include_router(aliases.router)
 router.include_router(lti.router)
 router.include_router(preferences.router)
 router.mount("/static", StaticFiles(directory=HERE / "static"), name="static")

@@ -39,12 +39,24 @@ def test_stats_list_each_blanks_most_common_wrong_answers(client, accounts, basi
     stats = {p["id"]: p for p in resp.json()["problems"]}
     b1, b2 = stats["t1"]["wrong_answers"]
     assert b1["part"] == "b1" and b1["wrong_students"] == 2
-    assert b1["top"] == [{"answer": "decoder", "students": 2}, {"answer": "x" * 199 + "…", "students": 1}]
+    assert b1["top"] == [
+        {"answer": "decoder", "students": 2, "accepted_now": False, "known_wrong": True},  # the set's reject example
+        {"answer": "x" * 199 + "…", "students": 1, "accepted_now": None, "known_wrong": False},  # cut short: unknown
+    ]
+    assert b1["takes_aliases"] and not b2["takes_aliases"]  # a text blank takes aliases, a number does not
     # Most students first, then in text order; five at most of the six wrong numbers.
     assert b2["part"] == "b2" and b2["wrong_students"] == 2
     assert [(w["answer"], w["students"]) for w in b2["top"]] == [("1", 1), ("2", 1), ("3", 1), ("31", 1), ("33", 1)]
     assert stats["t2"]["wrong_answers"] == [
-        {"part": "b1", "wrong_students": 2, "top": [{"answer": "A", "students": 1}, {"answer": "C", "students": 1}]}
+        {
+            "part": "b1",
+            "wrong_students": 2,
+            "top": [
+                {"answer": "A", "students": 1, "accepted_now": False, "known_wrong": False},
+                {"answer": "C", "students": 1, "accepted_now": False, "known_wrong": False},
+            ],
+            "takes_aliases": False,
+        }
     ]
     assert stats["t3"]["wrong_answers"] == []  # an essay is graded by hand: no wrong answers to group
 
@@ -66,7 +78,12 @@ def test_wrong_answer_texts_only_for_staff_who_read_submissions(client, world): 
                           headers=world.people["a:observer"].headers)  # fmt: skip
     assert observed.status_code == 200, observed.text
     t1 = {p["id"]: p for p in observed.json()["problems"]}["t1"]
-    assert t1["wrong_answers"][0] == {"part": "b1", "wrong_students": 1, "top": [{"answer": None, "students": 1}]}
+    assert t1["wrong_answers"][0] == {
+        "part": "b1",
+        "wrong_students": 1,
+        "top": [{"answer": None, "students": 1, "accepted_now": None, "known_wrong": False}],
+        "takes_aliases": True,
+    }
     assert "decoder" not in observed.text
     other = client.get("/api/v1/gradebook/basic/stats", params={"offering": world.a},
                        headers=world.people["b:instructor"].headers)  # fmt: skip

@@ -1,0 +1,129 @@
+"""Accept one more answer for a text blank, from the gradebook's most common wrong answers: the archive of a new
+version whose problemset.yaml lists it.
+
+The edit keeps the instructor's file as they wrote it (comments, key order, quoting, flow or block lists) through a
+round-trip YAML parser, so the new version reads like the old one plus one line. The answer also joins the part's
+``accept`` examples: every later load of the set checks that it is still accepted. The caller uploads the archive
+through the usual gate, so the new version is stored only if its references still score full marks and its
+known-wrong solutions still lose points.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
+from app.errors import Conflict, Invalid
+from graders.answers.registry import grade_part, normalized_answer
+from graders.answers.specs import TextSpec
+from graders.model import FillInProblem
+from graders.problemset.archive import pack_files
+from graders.problemset.loader import SET_FILE, LoadedSet
+
+MAX_ALIAS_CHARS = 200  # the gradebook shows (and offers) an answer's first 200 characters
+
+
+@dataclass(frozen=True)
+class Alias:
+    problem_id: str
+    part_id: str  # b1, b2, ...
+    answer: str  # as the gradebook shows it: the grader's normal form of what the students typed
+
+
+def _part_index(loaded: LoadedSet, alias: Alias) -> tuple[int, int, TextSpec]:
+    """(problem index, part index, the part's spec), or Invalid naming what is wrong."""
+    for i, problem in enumerate(loaded.spec.problems):
+        if problem.id != alias.problem_id:
+            continue
+        if not isinstance(problem, FillInProblem):
+            raise Invalid(f"{alias.problem_id} is a {problem.kind} problem: only fill-in blanks take aliases")
+        ids = problem.part_ids()
+        if alias.part_id not in ids:
+            raise Invalid(f"{alias.problem_id} has no blank {alias.part_id!r}; it has {', '.join(ids)}", field="part")
+        j = ids.index(alias.part_id)
+        part = problem.parts[j]
+        if not isinstance(part, TextSpec):
+            raise Invalid(
+                f"{alias.problem_id} {alias.part_id} is a {part.kind} blank: only text blanks take aliases "
+                "(change its answer in problemset.yaml)",
+                field="part",
+            )
+        return i, j, part
+    raise Invalid(f"no problem {alias.problem_id!r} in {loaded.spec.id!r}", field="problem")
+
+
+def check_alias(loaded: LoadedSet, alias: Alias) -> TextSpec:
+    """The text part the alias would join; Invalid or Conflict when adding it makes no sense."""
+    answer = alias.answer.strip()
+    if not answer or len(answer) > MAX_ALIAS_CHARS or "\n" in answer:
+        raise Invalid(f"an alias is one line of 1 to {MAX_ALIAS_CHARS} characters", field="answer")
+    _, _, part = _part_index(loaded, alias)
+    where = f"{alias.problem_id} {alias.part_id}"
+    if grade_part(answer, part).correct:
+        raise Conflict(f"{answer!r} is already accepted for {where} by this version: regrade to give the points")
+    normal = normalized_answer(answer, part)
+    for known_wrong in part.reject:
+        if normalized_answer(known_wrong, part) == normal:
+            raise Conflict(
+                f"{answer!r} is listed under reject for {where} (a known-wrong answer the instructor wrote); "
+                "edit problemset.yaml to change that",
+                field="answer",
+            )
+    return part
+
+
+def _round_trip() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never fold a long regex or prompt line
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    return yaml
+
+
+def _append(seq: CommentedSeq, value: str) -> None:
+    """Append after the last item, keeping a comment that followed it (it introduces the next key) after the new
+    one."""
+    last = len(seq) - 1
+    trailing = seq.ca.items.pop(last, None) if last >= 0 else None
+    seq.append(DoubleQuotedScalarString(value))
+    if trailing is not None:
+        seq.ca.items[len(seq) - 1] = trailing
+
+
+def _add_to(part: CommentedMap, key: str, value: str) -> None:
+    existing = part.get(key)
+    if isinstance(existing, CommentedSeq):
+        _append(existing, value)
+    else:  # absent (a part with only a regex): a new list, flow style like most accept lists
+        seq = CommentedSeq([DoubleQuotedScalarString(value)])
+        seq.fa.set_flow_style()
+        part[key] = seq
+
+
+def edited_spec(text: str, problem_index: int, part_index: int, answer: str) -> str:
+    """problemset.yaml with ``answer`` added to one part's ``answers`` and ``accept``; everything else as written.
+
+    The text is a stored version's, which passed the loader's YAML limits (no alias bombs) when it was uploaded.
+    """
+    yaml = _round_trip()
+    data: Any = yaml.load(text)
+    part = data["problems"][problem_index]["parts"][part_index]
+    _add_to(part, "answers", answer)
+    _add_to(part, "accept", answer)
+    out = io.StringIO()
+    yaml.dump(data, out)
+    return out.getvalue()
+
+
+def with_alias(loaded: LoadedSet, alias: Alias) -> bytes:
+    """The tar.gz of a new version: ``loaded``'s files with the alias in problemset.yaml (checked first)."""
+    check_alias(loaded, alias)
+    i, j, _ = _part_index(loaded, alias)
+    files = dict(loaded.files)
+    files[SET_FILE] = edited_spec(loaded.text(SET_FILE), i, j, alias.answer.strip()).encode("utf-8")
+    return pack_files(files)
