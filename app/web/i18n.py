@@ -27,7 +27,7 @@ from jinja2 import pass_context
 from jinja2.runtime import Context
 
 from app.courses.policy import InvalidFormat, TooManyAttempts
-from app.users.models import LOCALES
+from app.users.models import LOCALES, User
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 DOMAIN = "messages"
@@ -94,13 +94,15 @@ def negotiate(accept_language: str) -> str:
     return DEFAULT_LOCALE
 
 
-def choose_locale(request: Request) -> str:
+def choose_locale(request: Request, user: User | None = None) -> str:
     """The account's language, else the switcher's cookie, else the browser's Accept-Language.
 
-    The account is the user the page's dependencies already loaded (app.web.deps.optional_user keeps it on
-    request.state): no query of its own. A page that loads no user speaks as it would to anyone on this browser.
+    The account is ``user`` (the one a page renders for), else the user the page's dependencies loaded
+    (app.web.deps.optional_user keeps it on request.state): no query of its own. Nobody logged in, or a page that
+    loads no user: as to anyone on this browser.
     """
-    stored = getattr(getattr(request.state, "user", None), "locale", None)
+    user = user if user is not None else getattr(request.state, "user", None)
+    stored = getattr(user, "locale", None)
     if stored in LANGUAGES:
         return str(stored)
     chosen = request.cookies.get(LANG_COOKIE)
@@ -125,9 +127,9 @@ def viewer_zone(request: Request) -> str | None:
     return raw if raw in known_zones() else None
 
 
-def page_context(request: Request) -> dict[str, Any]:
+def page_context(request: Request, user: User | None = None) -> dict[str, Any]:
     """What every template needs to translate and to show dates: set by rendering.render for each page."""
-    locale = choose_locale(request)
+    locale = choose_locale(request, user)
     return {
         "locale": locale,
         "html_lang": html_lang(locale),

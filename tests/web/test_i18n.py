@@ -213,7 +213,7 @@ def test_the_pages_follow_the_switcher_else_accept_language(client, accounts, ba
     assert '<html lang="en">' in english.text and "Your submissions" in english.text
     chinese = client.get("/history", headers={"Accept-Language": "zh-CN,zh;q=0.9"})
     assert '<html lang="zh-CN">' in chinese.text and "我的提交" in chinese.text and "跳到正文" in chinese.text
-    # The switcher, back to this page: logged in, a form (it stores the choice on the account: tests/web/test_language.py)
+    # The switcher, back to this page; logged in, a form (it stores the choice: tests/web/test_language.py)
     assert 'action="/language/en"' in chinese.text and 'name="next" value="/history"' in chinese.text
     # Its link (for anyone; only a cookie) beats the browser's header, and survives to the next page.
     switched = client.get("/language/en", params={"next": "/history"}, follow_redirects=False)
