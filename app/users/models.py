@@ -28,6 +28,11 @@ class Role(StrEnum):
     ADMIN = "admin"
 
 
+# The interface languages an account may choose (app.web.i18n names each and holds its catalog). An account's
+# ``locale`` is one of these, or None: follow the browser (the switcher's cookie, else Accept-Language).
+LOCALES = ("en", "zh_CN")
+
+
 class User(Base):
     __tablename__ = "user"
 
@@ -38,6 +43,7 @@ class User(Base):
     password_hash: Mapped[str] = mapped_column(String(255))
     is_active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    locale: Mapped[str | None] = mapped_column(String(16), nullable=True, default=None)
 
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user")
 

@@ -1,4 +1,4 @@
-"""Login/logout (session cookie for the web pages) and API tokens."""
+"""Login/logout (session cookie for the web pages), your own account's settings, and API tokens."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from app.error_format import error_responses
 from app.errors import Unauthorized
 from app.users import service
 from app.users.password_checks import password_checks
-from app.users.schemas import LoginRequest, TokenCreate, TokenCreated, TokenPublic, UserPublic
+from app.users.schemas import LoginRequest, TokenCreate, TokenCreated, TokenPublic, UserPublic, UserUpdate
 
 router = APIRouter(tags=["auth"])
 
@@ -39,6 +39,16 @@ def logout(request: Request) -> None:
 def me(user: CurrentUser) -> UserPublic:
     """The logged-in user."""
     return UserPublic.model_validate(user)
+
+
+@router.patch("/auth/me", response_model=UserPublic)
+def update_me(body: UserUpdate, user: CurrentUser, session: SessionDep) -> UserPublic:
+    """Change your own settings: the interface language (any of your tokens may; it changes nothing but words)."""
+    changed = user
+    if "locale" in body.model_fields_set:
+        changed = service.set_locale(session, user_id=user.id, locale=body.locale)
+    session.commit()
+    return UserPublic.model_validate(changed)
 
 
 @router.post("/tokens", response_model=TokenCreated, status_code=201)

@@ -21,6 +21,16 @@ class UserPublic(BaseModel):
     email: str
     display_name: str
     role: str = Field(description="the global role: admin or user (course roles are per offering: /offerings)")
+    locale: str | None = Field(description="the interface language (en, zh_CN); null: follow the browser")
+
+
+class UserUpdate(BaseModel):
+    """The settings you may change on your own account; a field left out stays as it is."""
+
+    model_config = ConfigDict(extra="forbid")
+    locale: SafeStr | None = Field(
+        default=None, max_length=16, description="the interface language: en or zh_CN; null: follow the browser"
+    )
 
 
 class TokenCreate(BaseModel):

@@ -18,7 +18,7 @@ from app.courses.permissions import Action
 from app.db import utcnow
 from app.errors import Conflict, Invalid, NotFound
 from app.security import generate_password, generate_token, hash_password, hash_token, verify_password
-from app.users.models import ApiToken, GlobalRole, Role, User
+from app.users.models import LOCALES, ApiToken, GlobalRole, Role, User
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 SCOPES = ("submit", "read", "instructor", "metrics")
@@ -127,6 +127,18 @@ def change_password(session: Session, cookie: MutableMapping[str, Any], *, user:
         raise Invalid("the new password is the current one", field="new_password")
     user.password_hash = hash_password(new)
     cookie[_AUTH_KEY] = _session_auth(user)
+
+
+def set_locale(session: Session, *, user_id: int, locale: str | None) -> User:
+    """Store the account's interface language (one of LOCALES), or None: follow the browser."""
+    if locale is not None and locale not in LOCALES:
+        raise Invalid(
+            f"unknown language {locale[:20]!r}: choose one of {', '.join(LOCALES)}, or null to follow the browser",
+            field="locale",
+        )
+    user = get_user(session, user_id)  # a page's own user comes from the identity map, not a second query
+    user.locale = locale
+    return user
 
 
 def create_token(

@@ -1,4 +1,4 @@
-"""Your account: change the password (other sessions end) and your API tokens (list, create once-shown, revoke)."""
+"""Your account: the pages' language, the password (other sessions end), API tokens (created once-shown, revoked)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from app.users.models import User
 from app.web.deps import CheckedForm, WebSession, WebUser
 from app.web.i18n import for_request
 from app.web.page_route import WebRoute
+from app.web.preferences import set_language_cookie
 from app.web.rendering import render
 
 router = APIRouter(route_class=WebRoute)
@@ -33,8 +34,31 @@ def _text(form: FormData, key: str) -> str:
 
 @router.get("/account")
 def account_page(request: Request, user: WebUser) -> Response:
-    """The password form."""
-    return render(request, "account/index.html", changed=request.query_params.get("changed") == "1")
+    """The language and password forms."""
+    return render(
+        request,
+        "account/index.html",
+        changed=request.query_params.get("changed") == "1",
+        language_saved=request.query_params.get("language") == "saved",
+    )
+
+
+@router.post("/account/language")
+def save_language(request: Request, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
+    """Store the pages' language on the account (empty: follow the browser); this browser's cookie goes along."""
+    chosen = _text(form, "locale") or None
+    try:
+        users.set_locale(session, user_id=user.id, locale=chosen)
+    except Invalid:
+        session.rollback()
+        # Only a forged form sends another value: the page says so in its own words, not the API's.
+        message = for_request(request).gettext("Choose one of the languages listed.")
+        return render(request, "account/index.html", 422, language_error=message)
+    session.commit()
+    response = RedirectResponse("/account?language=saved", status_code=303)
+    # "Follow the browser" forgets the switcher's cookie too: otherwise that, not the browser, would decide.
+    set_language_cookie(response, chosen)
+    return response
 
 
 @router.post("/account/password")

@@ -1,9 +1,10 @@
 """The pages' language and time zone: gettext catalogs (Babel), the viewer's choice, dates in the viewer's zone.
 
-Language: the ``lang`` cookie (set by the switcher in the navigation), else the browser's ``Accept-Language``,
-else English. The source strings are English; ``locale/<code>/LC_MESSAGES/messages.po`` holds each translation and
-is compiled in memory when first used (no .mo file to forget to rebuild; a catalog that does not compile fails the
-first page and ``tests/web/test_i18n.py``). ``make i18n`` extracts the strings and updates the catalogs.
+Language: the logged-in user's account setting (the account page, or the switcher while logged in), else the
+``lang`` cookie (set by the switcher in the navigation), else the browser's ``Accept-Language``, else English.
+The source strings are English; ``locale/<code>/LC_MESSAGES/messages.po`` holds each translation and is compiled
+in memory when first used (no .mo file to forget to rebuild; a catalog that does not compile fails the first page
+and ``tests/web/test_i18n.py``). ``make i18n`` extracts the strings and updates the catalogs.
 
 Time zone: the ``tz`` cookie (an IANA name the page's script reads from the browser), else the zone of the
 offering a date belongs to, else UTC; every date names its zone.
@@ -26,12 +27,15 @@ from jinja2 import pass_context
 from jinja2.runtime import Context
 
 from app.courses.policy import InvalidFormat, TooManyAttempts
+from app.users.models import LOCALES, User
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 DOMAIN = "messages"
 DEFAULT_LOCALE = "en"
-# Each language by its code (gettext's form) and its own name, as the switcher shows it.
-LANGUAGES = {"en": "English", "zh_CN": "中文"}
+# Each language by its code (gettext's form; the ones an account may store, app.users.models.LOCALES) and its own
+# name, as the switcher shows it. A code added there without a name here fails at import.
+_NAMES = {"en": "English", "zh_CN": "中文"}
+LANGUAGES = {code: _NAMES[code] for code in LOCALES}
 LANG_COOKIE = "lang"
 TZ_COOKIE = "tz"
 _MAX_HEADER = 512  # an Accept-Language longer than this is read up to here
@@ -90,7 +94,17 @@ def negotiate(accept_language: str) -> str:
     return DEFAULT_LOCALE
 
 
-def choose_locale(request: Request) -> str:
+def choose_locale(request: Request, user: User | None = None) -> str:
+    """The account's language, else the switcher's cookie, else the browser's Accept-Language.
+
+    The account is ``user`` (the one a page renders for), else the user the page's dependencies loaded
+    (app.web.deps.optional_user keeps it on request.state): no query of its own. Nobody logged in, or a page that
+    loads no user: as to anyone on this browser.
+    """
+    user = user if user is not None else getattr(request.state, "user", None)
+    stored = getattr(user, "locale", None)
+    if stored in LANGUAGES:
+        return str(stored)
     chosen = request.cookies.get(LANG_COOKIE)
     if chosen in LANGUAGES:
         return chosen
@@ -113,9 +127,9 @@ def viewer_zone(request: Request) -> str | None:
     return raw if raw in known_zones() else None
 
 
-def page_context(request: Request) -> dict[str, Any]:
+def page_context(request: Request, user: User | None = None) -> dict[str, Any]:
     """What every template needs to translate and to show dates: set by rendering.render for each page."""
-    locale = choose_locale(request)
+    locale = choose_locale(request, user)
     return {
         "locale": locale,
         "html_lang": html_lang(locale),

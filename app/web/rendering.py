@@ -59,7 +59,7 @@ def render_fragment(request: Request, template: str, **context: Any) -> str:
     context.setdefault("user", getattr(request.state, "user", None))
     context["csrf_field"] = CSRF_FIELD
     context["csrf_token"] = csrf_token(request)
-    context.update(i18n.page_context(request))
+    context.update(i18n.page_context(request, context["user"]))  # the user the page is for speaks its language
     return templates.get_template(template).render(request=request, **context)
 
 
@@ -69,7 +69,7 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
     context.setdefault("staff", getattr(request.state, "staff", False))
     context["csrf_field"] = CSRF_FIELD
     context["csrf_token"] = csrf_token(request)
-    context.update(i18n.page_context(request))
+    context.update(i18n.page_context(request, context["user"]))  # the user the page is for speaks its language
     response = templates.TemplateResponse(request, template, context, status_code=status_code)
     # Pages hold a user's answers and a CSRF token: Back after Submit must ask again, not show a stale copy.
     response.headers["Cache-Control"] = "no-store"

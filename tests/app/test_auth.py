@@ -179,3 +179,36 @@ def test_last_use_is_written_once_a_minute_not_on_every_request(client, accounts
     with sessions() as session:
         token = next(t for t in session.scalars(select(ApiToken)) if t.user_id == accounts["alice"].id)
         assert token.last_used_at > utcnow() - timedelta(minutes=1)
+
+
+def test_your_own_language_is_read_and_set_on_auth_me(client, accounts):  # type: ignore[no-untyped-def]
+    alice = accounts["alice"]
+    assert client.get("/api/v1/auth/me", headers=alice.headers).json()["locale"] is None  # follow the browser
+    changed = client.patch("/api/v1/auth/me", json={"locale": "zh_CN"}, headers=alice.headers)
+    assert changed.status_code == 200 and changed.json()["locale"] == "zh_CN"
+    assert client.get("/api/v1/auth/me", headers=alice.headers).json()["locale"] == "zh_CN"
+    assert client.get("/api/v1/auth/me", headers=accounts["bob"].headers).json()["locale"] is None  # only hers
+    # An unknown code: 422 naming the field and the choices; nothing stored.
+    for code in ("xx", "zh-CN", "EN", ""):
+        refused = client.patch("/api/v1/auth/me", json={"locale": code}, headers=alice.headers)
+        assert refused.status_code == 422, code
+        (item,) = refused.json()["detail"]
+        assert item["loc"] == ["body", "locale"] and "choose one of en, zh_CN, or null" in item["msg"], item
+    assert client.patch("/api/v1/auth/me", json={"locale": "x" * 17}, headers=alice.headers).status_code == 422
+    assert client.patch("/api/v1/auth/me", json={"role": "admin"}, headers=alice.headers).status_code == 422
+    assert client.patch("/api/v1/auth/me", json={}, headers=alice.headers).json()["locale"] == "zh_CN"  # unchanged
+    assert client.patch("/api/v1/auth/me", json={"locale": None}, headers=alice.headers).json()["locale"] is None
+    # With the cookie (the pages' session), as with a token; from another site's page, refused.
+    login(client, alice)
+    assert client.patch("/api/v1/auth/me", json={"locale": "en"}).json()["locale"] == "en"
+    cross = client.patch("/api/v1/auth/me", json={"locale": "zh_CN"}, headers={"Origin": "https://evil.example"})
+    assert cross.status_code == 403 and client.get("/api/v1/auth/me").json()["locale"] == "en"
+    client.post("/api/v1/auth/logout")
+    assert client.patch("/api/v1/auth/me", json={"locale": "en"}).status_code == 401
+
+
+def test_auth_me_is_declared_in_the_openapi_document(client):  # type: ignore[no-untyped-def]
+    paths = client.get("/openapi.json").json()["paths"]
+    patch = paths["/api/v1/auth/me"]["patch"]
+    assert patch["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/UserUpdate")
+    assert {"200", "401", "422"} <= set(patch["responses"])

@@ -85,7 +85,13 @@ def test_a_chinese_browser_gets_chinese_pages_and_its_own_time_zone(new_page: An
     check_a11y(page, "15-zh-submission")
     # The switcher: English from now on, whatever the browser asks for, on the same page.
     here = page.url
-    page.get_by_role("link", name="English").click()
+    page.get_by_role("button", name="English").click()  # logged in: a form, as it stores the choice on the account
     page.wait_for_url(here)
     expect(page.locator("#result h2")).to_have_text("Checks")
     assert page.locator("html").get_attribute("lang") == "en"
+    # "Follow the browser" on the account page gives the browser's Chinese back (and bob to the other tests as he was).
+    page.goto("/account")
+    page.get_by_label("Follow the browser").check()
+    page.get_by_role("button", name="Save language").click()
+    page.wait_for_url(re.compile(r".*/account\?language=saved$"))
+    assert page.locator("html").get_attribute("lang") == "zh-CN"

@@ -213,8 +213,9 @@ def test_the_pages_follow_the_switcher_else_accept_language(client, accounts, ba
     assert '<html lang="en">' in english.text and "Your submissions" in english.text
     chinese = client.get("/history", headers={"Accept-Language": "zh-CN,zh;q=0.9"})
     assert '<html lang="zh-CN">' in chinese.text and "我的提交" in chinese.text and "跳到正文" in chinese.text
-    assert 'href="/language/en?next=/history"' in chinese.text  # the switcher, back to this page
-    # The switcher's choice beats the browser's header, and survives to the next page.
+    # The switcher, back to this page; logged in, a form (it stores the choice: tests/web/test_language.py)
+    assert 'action="/language/en"' in chinese.text and 'name="next" value="/history"' in chinese.text
+    # Its link (for anyone; only a cookie) beats the browser's header, and survives to the next page.
     switched = client.get("/language/en", params={"next": "/history"}, follow_redirects=False)
     assert switched.status_code == 303 and switched.headers["location"] == "/history"
     assert "lang=en" in switched.headers["set-cookie"] and "httponly" in switched.headers["set-cookie"].lower()
@@ -231,9 +232,10 @@ def test_the_pages_follow_the_switcher_else_accept_language(client, accounts, ba
         assert away.headers["location"] == "/"
     unknown = client.get("/language/xx", follow_redirects=False)
     assert unknown.status_code == 404 and "set-cookie" not in unknown.headers
-    # The login page, before any session, is translated too.
+    # The login page, before any session, is translated too, and its switcher is plain links.
     client.cookies.clear()
-    assert "邮箱" in client.get("/login", headers={"Accept-Language": "zh"}).text
+    login_page = client.get("/login", params={"next": "/history"}, headers={"Accept-Language": "zh"}).text
+    assert "邮箱" in login_page and 'href="/language/en?next=/login%3Fnext%3D%252Fhistory"' in login_page
 
 
 @sqlite_only
