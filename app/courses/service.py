@@ -362,6 +362,18 @@ def _is_open(assignment: Assignment, problem_set: ProblemSet, now: datetime) -> 
     return problem_set.is_visible and (assignment.open_at is None or now >= assignment.open_at)
 
 
+class Ambiguous(Invalid):
+    """A set assigned in several of the caller's offerings, asked for without one: the ids to choose from.
+
+    The API answers 422 with the ids in the message and as ``offerings``; the set page shows a chooser instead.
+    """
+
+    def __init__(self, slug: str, offering_ids: list[int]) -> None:
+        super().__init__(f"{slug!r} is assigned in several of your offerings {offering_ids}; say which with "
+                         "'offering'", field="offering", extra={"offerings": offering_ids})  # fmt: skip
+        self.offering_ids = offering_ids
+
+
 def resolve(
     session: Session, access: Access, slug: str, *, offering_id: int | None = None, action: Action = Action.VIEW
 ) -> Assigned:
@@ -370,9 +382,7 @@ def resolve(
     if not found:
         raise NotFound(f"unknown problem set {slug!r}", field="problem_set")
     if len(found) > 1:
-        ids = sorted(a.assignment.offering_id for a in found)
-        raise Invalid(f"{slug!r} is assigned in several of your offerings {ids}; say which with 'offering'",
-                      field="offering")  # fmt: skip
+        raise Ambiguous(slug, sorted(a.assignment.offering_id for a in found))
     access.require(found[0].assignment.offering_id, action, f"unknown problem set {slug!r}")
     return found[0]
 

@@ -1,6 +1,7 @@
 """One student's row of an offering's gradebook: per assignment and problem, the counted score and attempts, sealed
 by the release policy for the viewer exactly as every other reader is (app.submissions.release), and the
-student's submissions (the student themself, or staff who may read submissions)."""
+student's submissions (the student themself, or staff who may read submissions). The staff page of a student
+shows the same row from app.gradebook.student_work, above every submission."""
 
 from __future__ import annotations
 

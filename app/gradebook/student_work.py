@@ -1,4 +1,5 @@
-"""One student's work in an offering, for its staff: every submission to each assignment with its grade."""
+"""One student's work in an offering, for its staff: their gradebook row (the counted score per problem, the
+total) and every submission to each assignment with its grade, both from the same counted attempts."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.models import MemberRole, Membership, Offering
 from app.courses.permissions import Action
+from app.courses.policy import policy_for
 from app.errors import NotFound
-from app.gradebook.attempts import best_attempts, columns, load_attempts
+from app.gradebook.attempts import Column, best_attempts, columns, load_attempts
 from app.gradebook.service import counted_rule
 from app.problemsets.service import spec_of
 from app.submissions.models import Submission
@@ -37,6 +39,19 @@ class WorkRow:
     manual_feedback: str | None
 
 
+@dataclass(frozen=True)
+class ProblemTotal:
+    """One problem of the student's gradebook row: what the gradebook counts for them there."""
+
+    id: str
+    title: str
+    max_score: float
+    attempts: int
+    score: float | None  # the counted attempt's final score; None: no graded attempt
+    pending_manual: bool  # the counted attempt awaits hand grading: left out of the total, as in the gradebook
+    due_at: datetime | None  # the student's due date, overrides included
+
+
 @dataclass
 class AssignmentWork:
     slug: str
@@ -45,6 +60,7 @@ class AssignmentWork:
     max_total: float
     problems: dict[str, str]  # id -> title, in set order
     rows: list[WorkRow] = field(default_factory=list)
+    cells: list[ProblemTotal] = field(default_factory=list)  # the row of the gradebook, in set order
 
 
 @dataclass
@@ -67,9 +83,10 @@ def student_work(session: Session, *, access: Access, offering_id: int, user_id:
     for found in courses.visible_assignments(session, access, offering_id=offering.id):
         assignment = found.assignment
         version = courses.version_of(session, assignment)
+        spec = spec_of(version)
         attempts = load_attempts(session, assignment, user_id=user_id)
         cols = columns(version, attempts)
-        counted = {a.id for a in best_attempts(attempts, counted_rule(assignment, spec_of(version))).values()}
+        counted = {a.id for a in best_attempts(attempts, counted_rule(assignment, spec)).values()}
         subs = {
             s.id: s
             for s in session.scalars(
@@ -98,6 +115,7 @@ def student_work(session: Session, *, access: Access, offering_id: int, user_id:
                 )
             )
         total = sum(r.final_score or 0.0 for r in rows if r.counts and not r.pending_manual)
+        cells = [_problem_total(col, rows, policy_for(assignment, spec, col.id, member).due_at) for col in cols]
         out.append(
             AssignmentWork(
                 slug=found.problem_set.slug,
@@ -106,6 +124,21 @@ def student_work(session: Session, *, access: Access, offering_id: int, user_id:
                 max_total=round(sum(c.max_score for c in cols), 6),
                 problems={c.id: c.title for c in cols},
                 rows=rows,
+                cells=cells,
             )
         )
     return StudentWork(offering=offering, student=student, member=member, assignments=out)
+
+
+def _problem_total(col: Column, rows: list[WorkRow], due_at: datetime | None) -> ProblemTotal:
+    mine = [r for r in rows if r.problem_id == col.id]
+    top = next((r for r in mine if r.counts), None)
+    return ProblemTotal(
+        id=col.id,
+        title=col.title,
+        max_score=col.max_score,
+        attempts=len(mine),
+        score=top.final_score if top else None,
+        pending_manual=top is not None and top.pending_manual,
+        due_at=due_at,
+    )

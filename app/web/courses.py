@@ -254,8 +254,7 @@ def _row_page(request: Request, session: WebSession, user: User, offering_id: in
     access = access_for(session, user)
     offering = courses.get_offering(session, access, offering_id)
     member, rows = student_row(session, access, offering, user_id=user_id)
-    return render(request, "courses/grades.html", offering=offering, member=member, rows=rows,
-                  own=user_id == user.id)  # fmt: skip
+    return render(request, "courses/grades.html", offering=offering, member=member, rows=rows)
 
 
 @router.get("/offerings/{offering_id}/grades")
@@ -269,8 +268,11 @@ def my_grades(request: Request, offering_id: RowId, user: WebUser, session: WebS
 def student_grades(
     request: Request, offering_id: RowId, user_id: RowId, user: WebUser, session: WebSession
 ) -> Response:
-    """One student's row with each of their submissions (staff who may read submissions; 403 for another student,
-    404 outside the offering)."""
+    """Staff who may read submissions: 303 to the student's page (their row and submissions); your own id: your
+    row; another student or an observer 403, anyone outside the offering 404."""
+    if user_id != user.id and access_for(session, user).can(offering_id, Action.READ_SUBMISSIONS):
+        # The row and the submissions are one staff page now; old links (bookmarks, exported URLs) land there.
+        return RedirectResponse(f"/offerings/{offering_id}/students/{user_id}", status_code=303)
     return _row_page(request, session, user, offering_id, user_id)
 
 

@@ -207,7 +207,8 @@ def gradebook_response(
 def student_page(
     request: Request, offering_id: RowId, user_id: RowId, user: WebInstructor, session: WebSession
 ) -> Response:
-    """One student's submissions across the offering's assignments, with automatic, manual and counted scores."""
+    """One student's gradebook row (the counted score per problem, each assignment's total), then their submissions
+    across the offering's assignments with automatic, manual and final scores (staff who may read submissions)."""
     work = student_work(session, access=access_for(session, user), offering_id=offering_id, user_id=user_id)
     return render(request, "instructor/student.html", work=work)
 

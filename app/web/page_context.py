@@ -136,6 +136,49 @@ def start_confirm(session: Session, *, user: User, slug: str, offering_id: int |
     )
 
 
+@dataclass(frozen=True)
+class SetChoice:
+    """One offering of the chooser shown when a set is assigned in several of the viewer's offerings."""
+
+    offering: int
+    course_title: str
+    offering_title: str
+    due_at: str | None
+    zone: str
+
+
+@dataclass(frozen=True)
+class SetChooser:
+    title: str
+    choices: list[SetChoice]
+
+
+def set_chooser(session: Session, *, user: User, slug: str, offering_ids: list[int]) -> SetChooser:
+    """The viewer's offerings that assign set ``slug`` (courses.Ambiguous's ids), each with its due date for them."""
+    access = access_for(session, user)
+    title = slug
+    out = []
+    for offering_id in offering_ids:
+        found = courses.resolve(session, access, slug, offering_id=offering_id)
+        assignment, title = found.assignment, found.problem_set.title
+        spec = sets.spec_of(courses.version_of(session, assignment))
+        member = courses.member_of(session, assignment.offering_id, user.id)
+        started = clock.started_at(session, assignment, user.id)  # read only: choosing starts no clock
+        due = policy_for(assignment, spec, "", member, started_at=started).deadline
+        offering = session.get(Offering, offering_id)
+        assert offering is not None  # resolve found an assignment in it
+        out.append(
+            SetChoice(
+                offering=offering_id,
+                course_title=offering.course.title,
+                offering_title=offering.title,
+                due_at=due.isoformat() if due else None,
+                zone=offering.time_zone,
+            )
+        )
+    return SetChooser(title=title, choices=out)
+
+
 def set_page(
     session: Session,
     settings: Settings,

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import time
 from dataclasses import asdict
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
@@ -50,15 +51,29 @@ def index(request: Request, user: WebUser, session: WebSession) -> Response:
 def set_page(
     request: Request, slug: str, user: WebUser, session: WebSession, settings: WebSettings, offering: RowIdQuery = None
 ) -> Response:
-    """A set's problems with their prompts and answer forms (``offering`` when it is in several of yours)."""
-    if cross_site(request):  # a link or a navigation from another site does not start a timed set's clock
-        pending = page_context.start_confirm(session, user=user, slug=slug, offering_id=offering)
-        if pending is not None:
-            return render(request, "timed_start.html", **asdict(pending))
-    context = page_context.set_page(
-        session, settings, user=user, slug=slug, offering_id=offering, tr=i18n.for_request(request)
-    )
+    """A set's problems with their prompts and answer forms (``offering`` when it is in several of yours).
+
+    Without ``offering``, a set assigned in several of your offerings shows a page to choose one.
+    """
+    try:
+        if cross_site(request):  # a link or a navigation from another site does not start a timed set's clock
+            pending = page_context.start_confirm(session, user=user, slug=slug, offering_id=offering)
+            if pending is not None:
+                return render(request, "timed_start.html", **asdict(pending))
+        context = page_context.set_page(
+            session, settings, user=user, slug=slug, offering_id=offering, tr=i18n.for_request(request)
+        )
+    except courses.Ambiguous as exc:  # raised before anything is opened or started
+        chooser = page_context.set_chooser(session, user=user, slug=slug, offering_ids=exc.offering_ids)
+        links = {c.offering: _with_offering(request, c.offering) for c in chooser.choices}
+        return render(request, "set_chooser.html", title=chooser.title, choices=chooser.choices, links=links)
     return render(request, "set.html", math=True, **context)
+
+
+def _with_offering(request: Request, offering_id: int) -> str:
+    """This page's address with ``offering`` set (the rest of its query kept)."""
+    query = [(k, v) for k, v in request.query_params.multi_items() if k != "offering"]
+    return f"{request.url.path}?{urlencode([*query, ('offering', str(offering_id))])}"
 
 
 @router.post("/sets/{slug}/problems/{problem_id}")

@@ -1,5 +1,5 @@
-"""An instructor in Chromium: a bulk regrade from preview to its live progress, one student's work, the account
-and token pages."""
+"""An instructor in Chromium: a bulk regrade from preview to its live progress, one student's page (gradebook row
+and submissions), the account and token pages."""
 
 from __future__ import annotations
 
@@ -45,10 +45,16 @@ def test_bulk_regrade_preview_then_progress_in_place(new_page: Any) -> None:
     shot(page, "31-bulk-regrade-progress")
     check_a11y(page, "31-bulk-regrade-progress")
 
-    # The gradebook's name links to the student's submissions across the offering.
+    # The gradebook's name links to the student's page: their gradebook row, then their submissions across the
+    # offering (the row's own link is gone: the name leads to both).
     page.goto("/instructor/sets/ch9/gradebook")
+    expect(page.get_by_role("link", name="row", exact=True)).to_have_count(0)
     page.get_by_role("link", name="Bob Ray").click()
     expect(page.get_by_role("heading", name="Bob Ray", level=1)).to_be_visible()
+    row = page.locator("section.card", has=page.get_by_role("heading", name="Gradebook row"))
+    ch9_row = row.locator("table.row-summary", has=page.locator("caption", has_text="第 9 章练习"))
+    # B is q2's answer (2 points): the better of bob's attempts counts, whatever other tests gave him there.
+    expect(ch9_row.locator("tbody tr", has_text="q2").locator("td").nth(1)).to_have_text("2 / 2")
     # A table per assignment; other tests may have given bob attention submissions too, listed before ch9's.
     ch9 = page.locator("section.card", has=page.get_by_role("heading", name=re.compile("第 9 章练习")))
     expect(ch9.locator("table.student-work")).to_contain_text("q2")

@@ -1,5 +1,6 @@
-"""A student's own gradebook row (sealed by the release policy, as every reader) and, for staff, each student's
-row with their submissions, linked from the gradebook. Another student gets 403, another offering's staff 404."""
+"""A student's own gradebook row (sealed by the release policy, as every reader); for staff, the old row address of
+another student leads to that student's page (row and submissions). Another student gets 403, another offering's
+staff 404."""
 
 from __future__ import annotations
 
@@ -31,22 +32,33 @@ def test_the_row_page_seals_scores_for_the_student_and_lists_submissions_for_sta
     teacher = TestClient(client.app)
     login(teacher, world.people["a:instructor"])
     book = teacher.get(f"/instructor/sets/basic/gradebook?offering={world.a}").text
-    assert f'href="/offerings/{world.a}/grades/{alice.id}"' in book
+    assert f"/offerings/{world.a}/grades/" not in book  # the name links to the student's page, row included
+    # An old link to the staff row answers with the student's page, where the row is not sealed for staff.
+    moved = teacher.get(f"/offerings/{world.a}/grades/{alice.id}", follow_redirects=False)
+    assert moved.status_code == 303 and moved.headers["location"] == f"/offerings/{world.a}/students/{alice.id}"
     row = teacher.get(f"/offerings/{world.a}/grades/{alice.id}")
-    assert row.status_code == 200 and "Grades of" in row.text and "alice@example.com" in row.text
-    staff_t1 = row.text.split("<td>t1 ")[1].split("</tr>")[0]
+    assert row.status_code == 200 and "Gradebook row" in row.text and "alice@example.com" in row.text
+    staff_t1 = row.text.split('<span class="pid">t1</span>')[1].split("</tr>")[0]
     assert "1 / 3" in staff_t1 and "not released" not in staff_t1
-    assert f'href="/submissions/{sub["id"]}"' in row.text and "attempt 1" in row.text
+    assert f'href="/submissions/{sub["id"]}"' in row.text
+    # The instructor's own id is their own row, as for anyone (no redirect).
+    own = teacher.get(f"/offerings/{world.a}/grades/{world.people['a:instructor'].id}", follow_redirects=False)
+    assert own.status_code == 200 and "Your grades" in own.text
 
     # Once the due date has passed, the student sees her score too.
     configure(client, world, due_at=(utcnow() - timedelta(minutes=1)).isoformat())
     released = mine.get(f"/offerings/{world.a}/grades").text.split("<td>t1 ")[1].split("</tr>")[0]
     assert "1 / 3" in released and "not released" not in released
 
-    bob = TestClient(client.app)
-    login(bob, world.people["a:bob"])
-    assert bob.get(f"/offerings/{world.a}/grades/{alice.id}").status_code == 403
-    other = TestClient(client.app)
-    login(other, world.people["b:instructor"])
-    assert other.get(f"/offerings/{world.a}/grades/{alice.id}").status_code == 404
-    assert other.get(f"/offerings/{world.b}/grades/{alice.id}").status_code == 404  # not in offering B
+    # No redirect for anyone who may not read her submissions: another student and an observer get 403 here, as
+    # before; another offering's instructor 404, in A and in B (where she is no student).
+    for key, offering, status in (("a:bob", world.a, 403), ("a:observer", world.a, 403),
+                                  ("b:instructor", world.a, 404), ("b:instructor", world.b, 404)):  # fmt: skip
+        who = TestClient(client.app)
+        login(who, world.people[key])
+        resp = who.get(f"/offerings/{offering}/grades/{alice.id}", follow_redirects=False)
+        if key == "b:instructor" and offering == world.b:  # staff of B: sent on to B's student page, which has no her
+            assert resp.status_code == 303
+            resp = who.get(resp.headers["location"])
+        assert resp.status_code == status, key
+        assert "alice@example.com" not in resp.text and "1 / 3" not in resp.text

@@ -1,4 +1,4 @@
-"""The instructor's view of one student's submissions, scoped by the permission matrix."""
+"""The staff page of one student: their gradebook row, then their submissions, scoped by the permission matrix."""
 
 from __future__ import annotations
 
@@ -46,3 +46,28 @@ def test_one_students_work_for_staff_of_their_offering_only(client, world):  # t
     client.cookies.clear()
     login(client, world.people["a:ta"])  # a TA of A reads them
     assert "alice@example.com" in client.get(page_url).text
+
+
+def test_the_row_comes_first_and_counts_as_the_gradebook(client, world):  # type: ignore[no-untyped-def]  # noqa: F811
+    """The row's score per problem is the counted attempt's, a hand-graded problem still waiting shows "pending" and
+    stays out of the total (as in the gradebook); each submission is listed below the row."""
+    alice = world.people["a:alice"]
+    bodies = [
+        {"problem": "t1", "answers": {"b1": "Encoder", "b2": "31"}},  # 1 of 3
+        {"problem": "t1", "answers": {"b1": "Encoder", "b2": "32"}},  # 3 of 3: counted (best)
+        {"problem": "t1", "answers": {"b1": "Decoder", "b2": "31"}},  # 0 of 3
+        {"problem": "t2", "answers": {"b1": "B"}},  # 2 of 2
+        {"problem": "t3", "answers": {"b1": "We held the split equal."}},  # awaits hand grading
+    ]
+    ids = [client.post("/api/v1/submissions", json={"problem_set": "basic", "offering": world.a, **body},
+                       headers=alice.headers, params={"wait": 10}).json()["id"] for body in bodies]  # fmt: skip
+    login(client, world.people["a:instructor"])
+    page = client.get(f"/offerings/{world.a}/students/{alice.id}").text
+    row, work = page.split('<section class="card" aria-labelledby="set-basic">')
+    assert "Gradebook row" in row and "student-work" not in row
+    cells = {pid: row.split(f'<span class="pid">{pid}</span>')[1].split("</tr>")[0] for pid in ("t1", "t2", "t3")}
+    assert "3 / 3" in cells["t1"] and '<td class="num">3</td>' in cells["t1"]  # counted score; 3 attempts
+    assert "2 / 2" in cells["t2"] and "pending / 3" in cells["t3"]
+    total = row.split("<tfoot>")[1].split("</tfoot>")[0]
+    assert "<strong>5</strong> / 8" in total and "hand grading still pending is left out of the total" in total
+    assert all(f'href="/submissions/{i}"' in work for i in ids) and work.count("✓ counted") == 3
