@@ -22,13 +22,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import os
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,11 +36,11 @@ from app.migrate import upgrade
 from app.problemsets import service as sets
 from app.users import service as users
 from app.users.models import Role
-from bench.bench_fill_in import free_port, percentile, trimmed
+from bench.bench_fill_in import percentile, trimmed
 from bench.bench_fill_in_concurrency import database
+from bench.serve_stack import stack
 
 SET = REPO_ROOT / "problems" / "attention"
-REDIS_URL = os.environ.get("AUTOGRADER_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 # (file, correct): submitted in turn, so a burst of 200 is about a third correct solutions.
 FILES = [
     ("solutions/q5/masked_fill.py", True),
@@ -77,72 +72,6 @@ def prepare(url: str) -> list[str]:
         session.commit()
     engine.dispose()
     return tokens
-
-
-def _wait_healthy(port: int, procs: list[subprocess.Popen[bytes]]) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return
-        if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-            raise RuntimeError("the server did not start")
-        time.sleep(0.2)
-
-
-@contextlib.contextmanager
-def stack(mode: str, url: str, tmp: Path) -> Iterator[int]:
-    """`serve` (embedded: 2 workers; celery: none) plus, for celery, two `autograder worker` processes."""
-    port = free_port()
-    base = {
-        **os.environ,
-        "AUTOGRADER_DATABASE_URL": url,
-        "AUTOGRADER_SECRET_KEY": "b" * 40,
-        "AUTOGRADER_LOAD_PROBLEMS_ON_START": "false",
-        "AUTOGRADER_PREWARM_SANDBOX": "true",
-    }
-    if mode == "celery":
-        import redis
-
-        redis.Redis.from_url(REDIS_URL).flushdb()
-        base["AUTOGRADER_BROKER_URL"] = REDIS_URL
-    log = (tmp / f"{mode}.log").open("wb")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "app.cli.main", "serve", "--port", str(port)],
-            cwd=REPO_ROOT,
-            env={**base, "AUTOGRADER_DATA_DIR": str(tmp / "api"), "AUTOGRADER_WORKERS": "2"},
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-        )
-    ]
-    if mode == "celery":
-        for i in range(2):
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "app.cli.main", "worker", "--concurrency", "1"],
-                    cwd=REPO_ROOT,
-                    env={**base, "AUTOGRADER_DATA_DIR": str(tmp / f"worker{i}")},
-                    stdout=log,
-                    stderr=log,
-                    start_new_session=True,
-                )
-            )
-    try:
-        _wait_healthy(port, procs)
-        yield port
-    finally:
-        for proc in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 15)
-        for proc in procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
-                proc.wait(10)
-        log.close()
 
 
 def _checks(body: dict[str, Any]) -> dict[str, bool | None]:

@@ -32,19 +32,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import math
-import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,14 +57,14 @@ from app.security import hash_password
 from app.submissions.models import CheckResultRow, Status, Submission
 from app.users import service as users
 from app.users.models import Role
-from bench.bench_fill_in import free_port, percentile
+from bench.bench_fill_in import percentile
 from bench.bench_fill_in_concurrency import database
+from bench.serve_stack import stack
 from graders.grade import grade_submission
 from graders.problemset.loader import load_problem_set
 
 ATTENTION = REPO_ROOT / "problems" / "attention"
 CH9 = REPO_ROOT / "problems" / "ch9"
-REDIS_URL = os.environ.get("AUTOGRADER_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 PASSWORD = "class-load-" + "p" * 12  # the simulated students' password, on a throwaway database
 # Attempt 1 has one blank wrong, attempt 2 all right.
 FILL_IN = [
@@ -84,6 +80,12 @@ Q5_FILES = [
 RETRIES = 5
 CLIENT_TIMEOUT_S = 120.0
 GRADED_WITHIN_S = 900.0  # a student stops polling after this: its submission counts as lost
+STACK_ENV = {
+    # A class comes from many addresses; here every student is 127.0.0.1, which the per-address login limit
+    # (50 in 5 minutes) would stop after 50 students. The limits are tested in tests/ops.
+    "AUTOGRADER_RATE_LIMITS": "false",
+    "AUTOGRADER_LOG_FORMAT": "text",
+}
 
 
 @dataclass
@@ -125,64 +127,6 @@ def prepare(url: str, classes: dict[str, int]) -> dict[str, list[str]]:
         session.commit()
     engine.dispose()
     return emails
-
-
-@contextlib.contextmanager
-def stack(mode: str, url: str, tmp: Path) -> Iterator[int]:
-    """`serve` (embedded: 2 grading workers) plus, for celery, two `autograder worker` processes of one slot."""
-    port = free_port()
-    base = {
-        **os.environ,
-        "AUTOGRADER_DATABASE_URL": url,
-        "AUTOGRADER_SECRET_KEY": "b" * 40,
-        "AUTOGRADER_LOAD_PROBLEMS_ON_START": "false",
-        "AUTOGRADER_PREWARM_SANDBOX": "true",
-        # A class comes from many addresses; here every student is 127.0.0.1, which the per-address login limit
-        # (50 in 5 minutes) would stop after 50 students. The limits are tested in tests/ops.
-        "AUTOGRADER_RATE_LIMITS": "false",
-        "AUTOGRADER_LOG_FORMAT": "text",
-    }
-    if mode == "celery":
-        import redis
-
-        redis.Redis.from_url(REDIS_URL).flushdb()
-        base["AUTOGRADER_BROKER_URL"] = REDIS_URL
-    log = (tmp / f"{mode}.log").open("wb")
-    commands = [(["serve", "--port", str(port)], {"AUTOGRADER_DATA_DIR": str(tmp / "api"), "AUTOGRADER_WORKERS": "2"})]
-    if mode == "celery":
-        commands += [(["worker", "--concurrency", "1"], {"AUTOGRADER_DATA_DIR": str(tmp / f"w{i}")}) for i in range(2)]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "app.cli.main", *args],
-            cwd=REPO_ROOT,
-            env={**base, **env},
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-        )
-        for args, env in commands
-    ]
-    try:
-        deadline = time.monotonic() + 180  # a loaded machine takes a while to import torch
-        while True:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                raise RuntimeError(f"the {mode} stack did not start (log: {tmp / f'{mode}.log'})")
-            time.sleep(0.2)
-        yield port
-    finally:
-        for proc in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 15)
-        for proc in procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
-                proc.wait(10)
-        log.close()
 
 
 async def request(c: httpx.AsyncClient, tally: Tally, kind: str, method: str, path: str, **kw: Any) -> httpx.Response:
@@ -359,7 +303,7 @@ def main() -> None:
         label = "embedded (SQLite, 2 grading threads)" if mode == "embedded" else "celery (PG + Redis, 2 workers)"
         with tempfile.TemporaryDirectory() as tmp_name, database(backend, Path(tmp_name)) as url:
             classes = prepare(url, {"baseline": args.baseline, "class": args.students})
-            with stack(mode, url, Path(tmp_name)) as port:
+            with stack(mode, url, Path(tmp_name), env=STACK_ENV) as port:
                 for name, emails in classes.items():  # the baseline first, on a quiet stack; same window
                     started = time.perf_counter()
                     tally = asyncio.run(run_class(port, emails, args.window, args.q5_every, args.seed, args.login))

@@ -1,7 +1,10 @@
-"""Helpers shared by CLI commands: settings, a migrated session factory, resolving a set by name or path."""
+"""Helpers shared by CLI commands: settings, a migrated session factory (and one command's session on it, its domain
+errors printed), resolving a set by name or path."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -9,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings, get_settings
 from app.db import make_engine, make_session_factory
+from app.errors import DomainError
 from app.migrate import upgrade
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import LoadedSet, load_problem_set
@@ -27,6 +31,20 @@ def migrated_sessions(settings: Settings) -> sessionmaker[Session]:
     upgrade(settings.resolved_database_url)
     engine = make_engine(settings.resolved_database_url, connect_timeout_s=settings.database_connect_timeout_s)
     return make_session_factory(engine)
+
+
+@contextmanager
+def admin_session(settings: Settings | None = None) -> Iterator[Session]:
+    """One command's session on the migrated database; a domain error raised in it is printed (with the rows of a
+    file it refused, as a roster's) and the command exits 1."""
+    with migrated_sessions(settings if settings is not None else settings_or_exit())() as session:
+        try:
+            yield session
+        except DomainError as exc:
+            typer.secho(f"error: {exc.message}", fg="red", err=True)
+            for row in exc.extra.get("errors", []):
+                typer.secho(f"  line {row['line']}: {row['msg']}", fg="red", err=True)
+            raise typer.Exit(1) from exc
 
 
 def resolve_set_dir(name_or_path: str, settings: Settings) -> Path:

@@ -9,13 +9,12 @@ from typing import Annotated, Any
 import typer
 from sqlalchemy import select
 
-from app.cli.common import migrated_sessions, settings_or_exit
+from app.cli.common import admin_session
 from app.courses import roster
 from app.courses import service as courses
 from app.courses.access import operator_access
 from app.courses.models import Assignment, Counts, Course, MemberRole, Offering, Release
 from app.courses.permissions import Action
-from app.errors import DomainError
 from app.gradebook.overrides import affected_users, rescore
 
 courses_app = typer.Typer(help="Courses (admins).", no_args_is_help=True)
@@ -23,13 +22,6 @@ offerings_app = typer.Typer(help="Offerings (terms) of a course.", no_args_is_he
 roster_app = typer.Typer(help="An offering's roster.", no_args_is_help=True)
 assignments_app = typer.Typer(help="Problem sets assigned in an offering.", no_args_is_help=True)
 overrides_app = typer.Typer(help="Extensions and extra attempts.", no_args_is_help=True)
-
-
-def _fail(exc: DomainError) -> typer.Exit:
-    typer.secho(f"error: {exc.message}", fg="red", err=True)
-    for row in exc.extra.get("errors", []):
-        typer.secho(f"  line {row['line']}: {row['msg']}", fg="red", err=True)
-    return typer.Exit(1)
 
 
 def _when(text: str | None) -> datetime | None:
@@ -48,19 +40,16 @@ def create_course(
     title: Annotated[str, typer.Option(help="shown to everyone")] = "",
 ) -> None:
     """Create a course."""
-    with migrated_sessions(settings_or_exit())() as session:
-        try:
-            course = courses.create_course(session, slug=slug, title=title or slug)
-            session.commit()
-        except DomainError as exc:
-            raise _fail(exc) from exc
+    with admin_session() as session:
+        course = courses.create_course(session, slug=slug, title=title or slug)
+        session.commit()
         typer.echo(f"course {course.slug} (id {course.id})")
 
 
 @courses_app.command("list")
 def list_courses() -> None:
     """Every course with its offerings (id, slug, members)."""
-    with migrated_sessions(settings_or_exit())() as session:
+    with admin_session() as session:
         for course in session.scalars(select(Course).order_by(Course.slug)):
             typer.echo(f"{course.slug}: {course.title}")
             for offering in course.offerings:
@@ -78,16 +67,13 @@ def create_offering(
     instructor: Annotated[str | None, typer.Option(help="email of its first instructor")] = None,
 ) -> None:
     """Add an offering (a term) to a course."""
-    with migrated_sessions(settings_or_exit())() as session:
-        try:
-            offering = courses.create_offering(
-                session, course=courses.get_course(session, course), slug=slug, title=title or slug, time_zone=time_zone
-            )
-            if instructor:
-                courses.enroll(session, offering=offering, email=instructor, role=MemberRole.INSTRUCTOR)
-            session.commit()
-        except DomainError as exc:
-            raise _fail(exc) from exc
+    with admin_session() as session:
+        offering = courses.create_offering(
+            session, course=courses.get_course(session, course), slug=slug, title=title or slug, time_zone=time_zone
+        )
+        if instructor:
+            courses.enroll(session, offering=offering, email=instructor, role=MemberRole.INSTRUCTOR)
+        session.commit()
         typer.echo(f"offering {offering.id} ({course}/{offering.slug})")
 
 
@@ -101,30 +87,25 @@ def import_roster(
     drop_missing: Annotated[bool, typer.Option("--drop-missing", help="drop students not in the file")] = False,
 ) -> None:
     """Preview (or with --apply, write in one transaction) a roster CSV; bad rows are listed and nothing is written."""
-    with migrated_sessions(settings_or_exit())() as session:
-        try:
-            target = courses.get_offering(session, operator_access(session), offering, Action.ROSTER)
-            result = roster.diff(session, target, roster.parse(file.read_bytes()), drop_missing=drop_missing)
-            for row in result.added:
-                typer.echo(f"+ {row.email} ({row.role}{', ' + row.section if row.section else ''})")
-            for row, changes in result.changed:
-                typer.echo(
-                    f"~ {row.email}: " + ", ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changes.items())
-                )
-            for member in result.to_drop:
-                typer.echo(f"- {member.email} (dropped)")
-            typer.echo(
-                f"{len(result.added)} added, {len(result.changed)} changed, {result.unchanged} unchanged, "
-                f"{len(result.to_drop)} dropped"
-            )
-            if apply:
-                roster.apply(session, target, result)
-                session.commit()
-                typer.echo("applied")
-            else:
-                typer.echo("preview only: run again with --apply to write it")
-        except DomainError as exc:
-            raise _fail(exc) from exc
+    with admin_session() as session:
+        target = courses.get_offering(session, operator_access(session), offering, Action.ROSTER)
+        result = roster.diff(session, target, roster.parse(file.read_bytes()), drop_missing=drop_missing)
+        for row in result.added:
+            typer.echo(f"+ {row.email} ({row.role}{', ' + row.section if row.section else ''})")
+        for row, changes in result.changed:
+            typer.echo(f"~ {row.email}: " + ", ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changes.items()))
+        for member in result.to_drop:
+            typer.echo(f"- {member.email} (dropped)")
+        typer.echo(
+            f"{len(result.added)} added, {len(result.changed)} changed, {result.unchanged} unchanged, "
+            f"{len(result.to_drop)} dropped"
+        )
+        if apply:
+            roster.apply(session, target, result)
+            session.commit()
+            typer.echo("applied")
+        else:
+            typer.echo("preview only: run again with --apply to write it")
 
 
 _POLICY_HELP = {
@@ -202,15 +183,12 @@ def add_assignment(
         release_answer_key,
         time_limit,
     )
-    with migrated_sessions(settings_or_exit())() as session:
-        try:
-            target = courses.get_offering(session, operator_access(session), offering, Action.ASSIGNMENTS)
-            assignment = courses.assign(
-                session, offering=target, problem_set=courses.problem_set_by_slug(session, problem_set), **policy
-            )
-            session.commit()
-        except DomainError as exc:
-            raise _fail(exc) from exc
+    with admin_session() as session:
+        target = courses.get_offering(session, operator_access(session), offering, Action.ASSIGNMENTS)
+        assignment = courses.assign(
+            session, offering=target, problem_set=courses.problem_set_by_slug(session, problem_set), **policy
+        )
+        session.commit()
         typer.echo(f"assignment {assignment.id}: {problem_set} in offering {offering}")
 
 
@@ -243,20 +221,17 @@ def set_assignment(
         release_answer_key,
         time_limit,
     )
-    with migrated_sessions(settings_or_exit())() as session:
-        try:
-            row = courses.get_assignment(session, operator_access(session), assignment, Action.ASSIGNMENTS)
-            courses.update_assignment(session, row, **policy)
-            session.commit()
-        except DomainError as exc:
-            raise _fail(exc) from exc
+    with admin_session() as session:
+        row = courses.get_assignment(session, operator_access(session), assignment, Action.ASSIGNMENTS)
+        courses.update_assignment(session, row, **policy)
+        session.commit()
         typer.echo(f"assignment {row.id} updated")
 
 
 @assignments_app.command("list")
 def list_assignments(offering: Annotated[int, typer.Argument(help="the offering id")]) -> None:
     """The offering's assignments with their ids, dates and attempt limits."""
-    with migrated_sessions(settings_or_exit())() as session:
+    with admin_session() as session:
         for a in session.scalars(select(Assignment).where(Assignment.offering_id == offering).order_by(Assignment.id)):
             typer.echo(
                 f"{a.id} {a.problem_set.slug}: due {a.due_at or '-'}, attempts {a.max_attempts or 'unlimited'}, "
@@ -277,25 +252,22 @@ def add_override(
     note: Annotated[str, typer.Option()] = "",
 ) -> None:
     """Give a member (or a section) another due date or extra attempts; theirs wins over the assignment's."""
-    with migrated_sessions(settings_or_exit())() as session:
-        try:
-            row = courses.get_assignment(session, operator_access(session), assignment, Action.OVERRIDES)
-            offering = session.get(Offering, row.offering_id)
-            assert offering is not None
-            member = courses.find_member(session, offering, member_id=None, email=email) if email else None
-            override = courses.set_override(
-                session,
-                assignment=row,
-                member=member,
-                section=section,
-                due_at=_when(due),
-                late_penalty_per_day=None,
-                extra_attempts=extra_attempts,
-                time_multiplier=time_multiplier,
-                note=note,
-            )
-            rescore(session, row, affected_users(session, override))  # late penalties and LMS scores
-            session.commit()
-        except DomainError as exc:
-            raise _fail(exc) from exc
+    with admin_session() as session:
+        row = courses.get_assignment(session, operator_access(session), assignment, Action.OVERRIDES)
+        offering = session.get(Offering, row.offering_id)
+        assert offering is not None
+        member = courses.find_member(session, offering, member_id=None, email=email) if email else None
+        override = courses.set_override(
+            session,
+            assignment=row,
+            member=member,
+            section=section,
+            due_at=_when(due),
+            late_penalty_per_day=None,
+            extra_attempts=extra_attempts,
+            time_multiplier=time_multiplier,
+            note=note,
+        )
+        rescore(session, row, affected_users(session, override))  # late penalties and LMS scores
+        session.commit()
         typer.echo(f"override {override.id} on assignment {assignment}")

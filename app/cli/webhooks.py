@@ -8,21 +8,16 @@ from typing import Annotated
 import typer
 from sqlalchemy import select
 
-from app.cli.common import migrated_sessions, settings_or_exit
+from app.cli.common import admin_session, settings_or_exit
 from app.courses import service as courses
 from app.courses.access import access_for, operator_access
 from app.courses.permissions import Action
-from app.errors import DomainError, Forbidden, NotFound
+from app.errors import Forbidden, NotFound
 from app.users.models import User
 from app.webhooks import service
 from app.webhooks.service import EVENTS
 
 webhooks_app = typer.Typer(help="An offering's webhook endpoints.", no_args_is_help=True)
-
-
-def _fail(exc: DomainError) -> typer.Exit:
-    typer.secho(f"error: {exc.message}", fg="red", err=True)
-    return typer.Exit(1)
 
 
 @webhooks_app.command("add")
@@ -36,21 +31,18 @@ def add(
 ) -> None:
     """Register an endpoint for the offering's submission events; prints its whsec_ secret once."""
     settings = settings_or_exit()
-    with migrated_sessions(settings)() as session:
-        try:
-            target = courses.get_offering(session, operator_access(session), offering)
-            user = session.scalar(select(User).where(User.email == owner.strip().lower()))
-            if user is None:
-                raise NotFound(f"no user {owner!r}", field="owner")
-            if not access_for(session, user).can(target.id, Action.WEBHOOKS):
-                raise Forbidden(f"{user.email} is not an instructor of offering {target.id}")
-            endpoint = service.create_endpoint(
-                session, settings=settings, user=user, token_id=None, url=url, events=list(event or EVENTS),
-                offering_id=target.id,
-            )  # fmt: skip
-            session.commit()
-        except DomainError as exc:
-            raise _fail(exc) from exc
+    with admin_session(settings) as session:
+        target = courses.get_offering(session, operator_access(session), offering)
+        user = session.scalar(select(User).where(User.email == owner.strip().lower()))
+        if user is None:
+            raise NotFound(f"no user {owner!r}", field="owner")
+        if not access_for(session, user).can(target.id, Action.WEBHOOKS):
+            raise Forbidden(f"{user.email} is not an instructor of offering {target.id}")
+        endpoint = service.create_endpoint(
+            session, settings=settings, user=user, token_id=None, url=url, events=list(event or EVENTS),
+            offering_id=target.id,
+        )  # fmt: skip
+        session.commit()
         typer.echo(f"endpoint {endpoint.id} for offering {target.id}: {', '.join(endpoint.events)}")
         typer.echo(f"secret (shown only now): {endpoint.secret}")
 
@@ -58,11 +50,8 @@ def add(
 @webhooks_app.command("list")
 def list_endpoints(offering: Annotated[int, typer.Argument(help="the offering id")]) -> None:
     """The offering's endpoints (never their secrets)."""
-    with migrated_sessions(settings_or_exit())() as session:
-        try:
-            target = courses.get_offering(session, operator_access(session), offering)
-        except DomainError as exc:
-            raise _fail(exc) from exc
+    with admin_session() as session:
+        target = courses.get_offering(session, operator_access(session), offering)
         for e in service.list_offering_endpoints(session, offering_id=target.id):
             state = "active" if e.is_active else f"disabled ({e.disabled_reason})"
             typer.echo(f"{e.id} {e.url} [{', '.join(e.events)}] {state}")
@@ -74,11 +63,8 @@ def deliveries(
     endpoint: Annotated[int, typer.Argument(help="the endpoint id")],
 ) -> None:
     """An endpoint's delivery log, newest first: each attempt's response code and latency."""
-    with migrated_sessions(settings_or_exit())() as session:
-        try:
-            found = service.get_offering_endpoint(session, offering_id=offering, endpoint_id=endpoint)
-        except DomainError as exc:
-            raise _fail(exc) from exc
+    with admin_session() as session:
+        found = service.get_offering_endpoint(session, offering_id=offering, endpoint_id=endpoint)
         for d in service.deliveries(session, endpoint=found):
             tries = ", ".join(
                 f"{a.status_code or a.error or 'no answer'} ({a.latency_ms:.0f} ms)" for a in d.attempt_log
@@ -93,13 +79,10 @@ def redeliver(
     delivery: Annotated[int, typer.Argument(help="the delivery id (from `deliveries`)")],
 ) -> None:
     """Queue a past delivery again: the same webhook-id and body, a fresh retry schedule."""
-    with migrated_sessions(settings_or_exit())() as session:
-        try:
-            found = service.get_offering_endpoint(session, offering_id=offering, endpoint_id=endpoint)
-            again = service.redeliver(session, endpoint=found, delivery_id=delivery)
-            session.commit()
-        except DomainError as exc:
-            raise _fail(exc) from exc
+    with admin_session() as session:
+        found = service.get_offering_endpoint(session, offering_id=offering, endpoint_id=endpoint)
+        again = service.redeliver(session, endpoint=found, delivery_id=delivery)
+        session.commit()
         typer.echo(f"queued delivery {again.id} ({again.message_id})")
 
 
@@ -109,13 +92,10 @@ def ping(
     endpoint: Annotated[int, typer.Argument(help="the endpoint id")],
 ) -> None:
     """Queue a webhook.ping event to the endpoint."""
-    with migrated_sessions(settings_or_exit())() as session:
-        try:
-            found = service.get_offering_endpoint(session, offering_id=offering, endpoint_id=endpoint)
-            queued = service.ping(session, endpoint=found)
-            session.commit()
-        except DomainError as exc:
-            raise _fail(exc) from exc
+    with admin_session() as session:
+        found = service.get_offering_endpoint(session, offering_id=offering, endpoint_id=endpoint)
+        queued = service.ping(session, endpoint=found)
+        session.commit()
         typer.echo(f"queued delivery {queued.id} ({queued.message_id})")
 
 
@@ -125,10 +105,7 @@ def delete(
     endpoint: Annotated[int, typer.Argument(help="the endpoint id")],
 ) -> None:
     """Delete an endpoint and its delivery log."""
-    with migrated_sessions(settings_or_exit())() as session:
-        try:
-            session.delete(service.get_offering_endpoint(session, offering_id=offering, endpoint_id=endpoint))
-            session.commit()
-        except DomainError as exc:
-            raise _fail(exc) from exc
+    with admin_session() as session:
+        session.delete(service.get_offering_endpoint(session, offering_id=offering, endpoint_id=endpoint))
+        session.commit()
         typer.echo(f"deleted endpoint {endpoint}")

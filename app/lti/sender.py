@@ -1,9 +1,10 @@
 """The LTI job: a worker thread that posts due scores to the platforms' line items and schedules retries, and runs
 the roster syncs instructors queued (app.lti.roster_sync.run_due_syncs).
 
-The shape of app.webhooks.sender: rows are claimed with a conditional UPDATE (several senders never post one
-attempt twice), 429 and 5xx (and no answer) are retried after the next delay with +-20 % jitter or after the
-platform's Retry-After, other 4xx fail at once with the platform's message; an instructor can retry a failed row.
+The shape of app.webhooks.sender (both are an app.polling_sender.PollingSender): rows are claimed with a
+conditional UPDATE (several senders never post one attempt twice), 429 and 5xx (and no answer) are retried after
+the next delay with +-20 % jitter or after the platform's Retry-After, other 4xx fail at once with the platform's
+message; an instructor can retry a failed row.
 A score that changed while its post was in flight is posted again (the row's version moved on).
 """
 
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 from datetime import timedelta
 
 from sqlalchemy import select, update
@@ -24,66 +24,26 @@ from app.lti.keys import key_store
 from app.lti.models import LtiContext, LtiPassback, LtiPlatform, LtiResourceLink, LtiUser
 from app.lti.roster_sync import run_due_syncs
 from app.lti.services import PlatformClient, ServiceError
-from app.retrying import MAX_RETRY_AFTER_S, OutageLog, retry_after
+from app.polling_sender import PollingSender
+from app.retrying import MAX_RETRY_AFTER_S, retry_after
 
 log = logging.getLogger(__name__)
-CLAIM_S = 120
 
 
-class PassbackSender:
+class PassbackSender(PollingSender):
+    queue = LtiPassback
+
     def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
-        self.settings, self.session_factory = settings, session_factory
+        super().__init__(
+            settings, session_factory, log=log, name="LTI passback sender", thread_name="lti-passback", join_s=15
+        )
         self.tool_conf = DatabaseToolConf(session_factory, key_store(settings.data_dir, settings.lti_key_grace_s))
-        self._stop = threading.Event()
-        self.outage = OutageLog(log, "LTI passback sender")  # the database down: one line when it goes, one when back
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="lti-passback", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(15)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            if not self.poll():
-                self._stop.wait(self.settings.webhook_poll_s)
-
-    def poll(self) -> int:
-        """One round of the loop: ``run_once``; a failure is logged (a database outage once) and counts as 0."""
-        return self.outage.run(self.run_once)
 
     def run_once(self, limit: int = 20) -> int:
         """Post the due scores this sender can claim, then run the due roster syncs; returns how many it did."""
-        with self.session_factory() as session:
-            due = list(
-                session.scalars(
-                    select(LtiPassback.id)
-                    .where(LtiPassback.status == "pending", LtiPassback.next_attempt_at <= utcnow())
-                    .order_by(LtiPassback.next_attempt_at)
-                    .limit(limit)
-                )
-            )
-        made = 0
-        for row_id in due:
-            if self._claim(row_id):
-                self._attempt(row_id)
-                made += 1
+        made = super().run_once(limit)
         # The roster syncs instructors asked for run in this job too (not in their request).
         return made + run_due_syncs(self.session_factory, self.tool_conf)
-
-    def _claim(self, row_id: int) -> bool:
-        now = utcnow()
-        with session_scope(self.session_factory) as session:
-            result = session.execute(
-                update(LtiPassback)
-                .where(LtiPassback.id == row_id, LtiPassback.status == "pending", LtiPassback.next_attempt_at <= now)
-                .values(next_attempt_at=now + timedelta(seconds=CLAIM_S))
-            )
-            return bool(getattr(result, "rowcount", 0) == 1)
 
     def _attempt(self, row_id: int) -> None:
         with self.session_factory() as session:

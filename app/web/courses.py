@@ -39,21 +39,9 @@ from app.web.rendering import render
 
 router = APIRouter(route_class=WebRoute)
 RELEASES = [r.value for r in Release]
-POLICY_KEYS = (
-    "open_at",
-    "due_at",
-    "late_penalty_per_day",
-    "max_late_days",
-    "max_attempts",
-    "cooldown_s",
-    "decay_per_attempt",
-    "counts",
-    "release_scores",
-    "release_feedback",
-    "release_explanation",
-    "release_answer_key",
-    "time_limit_min",
-)
+# The settings form's own fields: every policy of the service but the per-problem table (read by _problem_policies)
+# and the pinned version (not set on this page).
+POLICY_KEYS = tuple(key for key in courses.POLICY_FIELDS if key not in ("problem_policies", "pinned_version_id"))
 
 
 def _text(form: FormData, key: str) -> str:

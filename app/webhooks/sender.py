@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 import logging
 import random
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
-from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 from standardwebhooks.webhooks import Webhook
 
@@ -28,8 +26,9 @@ from app.courses.permissions import Action
 from app.db import session_scope, utcnow
 from app.errors import DomainError
 from app.metrics.registry import WEBHOOK_DELIVERIES
+from app.polling_sender import PollingSender
 from app.problemsets.service import loaded_version
-from app.retrying import MAX_RETRY_AFTER_S, OutageLog, retry_after
+from app.retrying import MAX_RETRY_AFTER_S, retry_after
 from app.submissions.models import Submission
 from app.submissions.presenter import submission_public
 from app.submissions.release import seal_for
@@ -39,67 +38,21 @@ from app.webhooks.targets import check_target
 
 log = logging.getLogger(__name__)
 _Outcome = tuple[int | None, str | None, float | None, float]
-CLAIM_S = 120  # a claimed attempt is not retried by another sender before this (timeout + margin)
 
 
-class WebhookSender:
+class WebhookSender(PollingSender):
+    queue = WebhookDelivery
+
     def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
-        self.settings, self.session_factory = settings, session_factory
-        self._stop = threading.Event()
-        self.outage = OutageLog(log, "webhook sender")  # the database down: one line when it goes, one when back
-        self._thread: threading.Thread | None = None
+        super().__init__(
+            settings, session_factory, log=log, name="webhook sender", thread_name="webhook-sender",
+            join_s=settings.webhook_timeout_s + 5,  # a POST in flight may finish
+        )  # fmt: skip
         self._http = httpx.Client(timeout=settings.webhook_timeout_s, follow_redirects=False)
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="webhook-sender", daemon=True)
-        self._thread.start()
-
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(self.settings.webhook_timeout_s + 5)
+        super().stop()
         self._http.close()
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            if not self.poll():
-                self._stop.wait(self.settings.webhook_poll_s)
-
-    def poll(self) -> int:
-        """One round of the loop: ``run_once``; a failure is logged (a database outage once) and counts as 0."""
-        return self.outage.run(self.run_once)
-
-    def run_once(self, limit: int = 20) -> int:
-        """Send the due deliveries this sender can claim; returns how many attempts it made."""
-        with self.session_factory() as session:
-            due = list(
-                session.scalars(
-                    select(WebhookDelivery.id)
-                    .where(WebhookDelivery.status == "pending", WebhookDelivery.next_attempt_at <= utcnow())
-                    .order_by(WebhookDelivery.next_attempt_at)
-                    .limit(limit)
-                )
-            )
-        made = 0
-        for delivery_id in due:
-            if self._claim(delivery_id):
-                self._attempt(delivery_id)
-                made += 1
-        return made
-
-    def _claim(self, delivery_id: int) -> bool:
-        now = utcnow()
-        with session_scope(self.session_factory) as session:
-            result = session.execute(
-                update(WebhookDelivery)
-                .where(
-                    WebhookDelivery.id == delivery_id,
-                    WebhookDelivery.status == "pending",
-                    WebhookDelivery.next_attempt_at <= now,
-                )
-                .values(next_attempt_at=now + timedelta(seconds=CLAIM_S))
-            )
-            return bool(getattr(result, "rowcount", 0) == 1)
 
     def _attempt(self, delivery_id: int) -> None:
         with session_scope(self.session_factory) as session:

@@ -1,5 +1,6 @@
 """The real processes a fault test starts, stops and kills: a private redis-server on a free port, `autograder
-serve` and `autograder worker`, each in a session of its own with its log in a file. Nothing here is a mock."""
+serve` and `autograder worker`, each in a session of its own with its log in a file; and the database the worker
+fault tests grade on. Nothing here is a mock."""
 
 from __future__ import annotations
 
@@ -14,15 +15,24 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.config import Settings
+from app.courses.access import access_for
+from app.db import make_engine, make_session_factory
+from app.migrate import upgrade
+from app.problemsets import service as sets
+from app.submissions import service as submissions
 from app.submissions.models import CheckResultRow, Status, Submission
-from tests.conftest import REPO, service_missing
+from app.users import service as users
+from app.users.models import Role, User
+from tests.conftest import FIXTURE_SETS, REPO, service_missing
 
 FINAL = {Status.GRADED, Status.ERROR}
 
@@ -124,6 +134,48 @@ def other_host(name: str) -> tuple[str, ...]:
         if probe.returncode == 0:
             return (*base, "sh", "-c", f'hostname {name} && exec "$@"', "sh")
     pytest.skip("cannot create a UTS namespace here (unshare refused)")
+
+
+@dataclass
+class CodesetDatabase:
+    """The database of a worker fault test: migrated, the codeset fixture loaded, one student; the settings are
+    the test's own (for its calls into the services), the workers get theirs from ``worker_env``."""
+
+    url: str
+    engine: Engine
+    sessions: sessionmaker[Session]
+    settings: Settings
+    student: User
+
+    @classmethod
+    def create(cls, url: str, tmp_path: Path) -> CodesetDatabase:
+        upgrade(url)
+        engine = make_engine(url)
+        sessions = make_session_factory(engine)
+        settings = Settings(data_dir=tmp_path / "data", database_url=url, secret_key="k" * 40)
+        with sessions() as session:
+            sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+            student, _ = users.create_user(session, email="s@example.com", role=Role.STUDENT)
+            session.commit()
+        return cls(url, engine, sessions, settings, student)
+
+    def worker_env(self, lease_s: int, **extra: str) -> dict[str, str]:
+        """The environment of an `autograder worker` on this database: one slot, a grading lease of ``lease_s``."""
+        return {
+            "AUTOGRADER_DATABASE_URL": self.url,
+            "AUTOGRADER_SECRET_KEY": "k" * 40,
+            "AUTOGRADER_WORKERS": "1",
+            "AUTOGRADER_GRADING_LEASE_S": str(lease_s),
+            **extra,
+        }
+
+    def submit_c1(self, code: str) -> int:
+        """The student's submission of ``code`` to codeset c1, queued as the API queues it; its id."""
+        with self.sessions() as session:
+            sub, _ = submissions.create(session, settings=self.settings, user=self.student,
+                                        access=access_for(session, self.student), problem_set="codeset",
+                                        problem_id="c1", code=code)  # fmt: skip
+            return sub.id
 
 
 def statuses(sessions: sessionmaker[Session], ids: list[int]) -> dict[int, str]:

@@ -11,16 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from app.config import Settings
-from app.courses.access import access_for
-from app.db import make_engine, make_session_factory
-from app.migrate import upgrade
-from app.problemsets import service as sets
-from app.submissions import service as submissions
 from app.submissions.models import Status, Submission
-from app.users import service as users
-from app.users.models import Role
 from tests.app.fault_stack import (
+    CodesetDatabase,
     PrivateRedis,
     Process,
     assert_graded_once,
@@ -29,7 +22,7 @@ from tests.app.fault_stack import (
     survivors,
     wait_until,
 )
-from tests.conftest import FIXTURE_SETS, fresh_postgres_database
+from tests.conftest import fresh_postgres_database
 
 # Each call of the student's add sleeps: the grading lasts several seconds, so the kill lands mid-grading.
 SLOW_SOURCE = "import time\n\ndef add(a, b):\n    time.sleep(2)\n    return a + b\n"
@@ -56,37 +49,15 @@ def backend(mode: str, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
 def test_a_worker_killed_mid_grading_hands_its_job_over_within_seconds(mode: str, tmp_path: Path) -> None:
     pytest.importorskip("graders.code.runner")
     with backend(mode, tmp_path) as (database_url, extra_env):
-        upgrade(database_url)
-        engine = make_engine(database_url)
-        sessions = make_session_factory(engine)
-        settings = Settings(data_dir=tmp_path / "data", database_url=database_url, secret_key="k" * 40)
-        with sessions() as session:
-            sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
-            user, _ = users.create_user(session, email="s@example.com", role=Role.STUDENT)
-            session.commit()
-        env = {
-            "AUTOGRADER_DATABASE_URL": database_url,
-            "AUTOGRADER_SECRET_KEY": "k" * 40,
-            "AUTOGRADER_WORKERS": "1",
-            "AUTOGRADER_GRADING_LEASE_S": str(LEASE_S),
-            **extra_env,
-        }
+        db = CodesetDatabase.create(database_url, tmp_path)
+        sessions, settings = db.sessions, db.settings
+        env = db.worker_env(LEASE_S, **extra_env)
         workers = [
             Process(["worker"], {**env, "AUTOGRADER_DATA_DIR": str(tmp_path / f"w{i}")}, tmp_path / f"worker{i}.log")
             for i in range(2)
         ]
         try:
-            with sessions() as session:
-                sub, _ = submissions.create(
-                    session,
-                    settings=settings,
-                    user=user,
-                    access=access_for(session, user),
-                    problem_set="codeset",
-                    problem_id="c1",
-                    code=SLOW_SOURCE,
-                )
-                sub_id = sub.id
+            sub_id = db.submit_c1(SLOW_SOURCE)
             if mode == "celery":  # as the API does; the outbox is tested with the broker outage
                 from app.worker.celery_app import make_enqueue
 
@@ -128,6 +99,6 @@ def test_a_worker_killed_mid_grading_hands_its_job_over_within_seconds(mode: str
         finally:
             for worker in workers:
                 worker.stop()
-            engine.dispose()
+            db.engine.dispose()
         for worker in workers:
             assert "Traceback" not in worker.text(), worker.text()[-4000:]

@@ -13,16 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from app.config import Settings
-from app.courses.access import access_for
-from app.db import make_engine, make_session_factory
-from app.migrate import upgrade
-from app.problemsets import service as sets
-from app.submissions import service as submissions
 from app.submissions.models import Status, Submission
-from app.users import service as users
-from app.users.models import Role
 from tests.app.fault_stack import (
+    CodesetDatabase,
     Process,
     assert_graded_once,
     descendants,
@@ -30,7 +23,6 @@ from tests.app.fault_stack import (
     statuses,
     wait_until,
 )
-from tests.conftest import FIXTURE_SETS
 
 # Each call of the student's add sleeps: the grading outlasts the 3 s lease several times over.
 SLOW_SOURCE = "import time\n\ndef add(a, b):\n    time.sleep(3)\n    return a + b\n"
@@ -43,30 +35,14 @@ OTHER_HOST = "grader-elsewhere"
 def test_a_worker_of_another_host_killed_mid_grading_loses_its_job_after_three_heartbeats(tmp_path: Path) -> None:
     pytest.importorskip("graders.code.runner")
     prefix = other_host(OTHER_HOST)
-    database_url = f"sqlite:///{tmp_path / 'autograder.db'}"
-    upgrade(database_url)
-    engine = make_engine(database_url)
-    sessions = make_session_factory(engine)
-    settings = Settings(data_dir=tmp_path / "data", database_url=database_url, secret_key="k" * 40)
-    with sessions() as session:
-        sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
-        user, _ = users.create_user(session, email="s@example.com", role=Role.STUDENT)
-        session.commit()
-    env = {
-        "AUTOGRADER_DATABASE_URL": database_url,
-        "AUTOGRADER_SECRET_KEY": "k" * 40,
-        "AUTOGRADER_WORKERS": "1",
-        "AUTOGRADER_GRADING_LEASE_S": str(LEASE_S),
-        "AUTOGRADER_GRADING_HEARTBEAT_S": str(HEARTBEAT_S),
-    }
+    db = CodesetDatabase.create(f"sqlite:///{tmp_path / 'autograder.db'}", tmp_path)
+    sessions = db.sessions
+    env = db.worker_env(LEASE_S, AUTOGRADER_GRADING_HEARTBEAT_S=str(HEARTBEAT_S))
     victim = Process(["worker"], {**env, "AUTOGRADER_DATA_DIR": str(tmp_path / "w0")}, tmp_path / "victim.log",
                      prefix=prefix)  # fmt: skip
     workers = [victim]
     try:
-        with sessions() as session:
-            sub, _ = submissions.create(session, settings=settings, user=user, access=access_for(session, user),
-                                        problem_set="codeset", problem_id="c1", code=SLOW_SOURCE)  # fmt: skip
-            sub_id = sub.id
+        sub_id = db.submit_c1(SLOW_SOURCE)
 
         def held() -> tuple[str | None, float | None]:
             with sessions() as session:
@@ -111,6 +87,6 @@ def test_a_worker_of_another_host_killed_mid_grading_loses_its_job_after_three_h
     finally:
         for worker in workers:
             worker.stop()
-        engine.dispose()
+        db.engine.dispose()
     for worker in workers[1:]:
         assert "Traceback" not in worker.text(), worker.text()[-4000:]

@@ -11,18 +11,17 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 
 from app.config import Settings
-from app.courses.access import access_for
 from app.main import create_app
 from app.problemsets import service as sets
 from app.problemsets import storage
 from app.problemsets.models import ProblemSetVersion
-from app.submissions import service
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
 from app.users.models import User
 from app.worker.claims import claim, claim_next
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.grading import GradingJob
 from app.worker.inline import InlineGrader
+from tests.app.conftest import submit_as
 from tests.conftest import FIXTURE_SETS
 
 
@@ -98,16 +97,7 @@ def test_concurrent_answers_are_each_graded_exactly_once(client, accounts, basic
 def test_a_row_a_worker_claimed_first_is_not_graded_again(settings, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
     inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
     with sessions() as session:
-        alice = session.get(User, accounts["alice"].id)
-        sub, _ = service.create(
-            session,
-            settings=settings,
-            user=alice,
-            access=access_for(session, alice),
-            problem_set="basic",
-            problem_id="t1",
-            answers=BODY["answers"],
-        )
+        sub = submit_as(session, settings, accounts["alice"].id, "basic", "t1", answers=BODY["answers"])
         sub_id = sub.id
         assert claim(session, sub_id, worker="w:1:0", lease_s=60, max_attempts=3)
         assert inline.try_grade(session, sub) is False
@@ -119,17 +109,8 @@ def test_a_row_a_worker_claimed_first_is_not_graded_again(settings, accounts, ba
 def test_a_new_answer_is_held_from_the_workers_while_the_request_grades_it(settings, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
     inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
     with sessions() as session:
-        alice = session.get(User, accounts["alice"].id)
-        sub, _ = service.create(
-            session,
-            settings=settings,
-            user=alice,
-            access=access_for(session, alice),
-            problem_set="basic",
-            problem_id="t1",
-            answers=BODY["answers"],
-            not_before=inline.not_before(),
-        )
+        sub = submit_as(session, settings, accounts["alice"].id, "basic", "t1", answers=BODY["answers"],
+                        not_before=inline.not_before())  # fmt: skip
         sub_id = sub.id
         assert claim_next(session, worker="w:1:0", lease_s=60, max_attempts=3) is None  # held
         inline.release(session, sub_id)
@@ -168,16 +149,8 @@ def test_a_code_submission_still_goes_to_the_workers(settings, accounts, session
         session.commit()
     inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
     with sessions() as session:
-        alice = session.get(User, accounts["alice"].id)
-        sub, _ = service.create(
-            session,
-            settings=settings,
-            user=alice,
-            access=access_for(session, alice),
-            problem_set="codeset",
-            problem_id="c1",
-            code="def add(a, b):\n    return a + b\n",
-        )
+        code = "def add(a, b):\n    return a + b\n"
+        sub = submit_as(session, settings, accounts["alice"].id, "codeset", "c1", code=code)
         assert inline.try_grade(session, sub) is False
         sub_id = sub.id
     assert _row(sessions, sub_id).status == Status.QUEUED

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from app.courses.access import access_for
 from app.db import utcnow
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import load_dir
 from app.submissions.models import CheckResultRow, Status, Submission
+from tests.app.conftest import submit_as
 from tests.conftest import FIXTURE_SETS
 
 
@@ -90,24 +90,12 @@ def test_damaged_cache_folder_is_rebuilt(client, accounts, basic_set, settings):
 
 def test_internal_failure_is_retried_then_marked_error_never_scored(accounts, basic_set, settings, sessions):  # type: ignore[no-untyped-def]
     from app.problemsets import storage
-    from app.submissions import service
-    from app.users.models import User
     from app.worker.claims import claim_next
     from app.worker.code_grader import LazyCodeGrader
     from app.worker.grading import GradingJob
 
     with sessions() as session:
-        alice = session.get(User, accounts["alice"].id)
-        sub, _ = service.create(
-            session,
-            settings=settings,
-            user=alice,
-            access=access_for(session, alice),
-            problem_set="basic",
-            problem_id="t2",
-            answers={"b1": "B"},
-        )
-        sub_id = sub.id
+        sub_id = submit_as(session, settings, accounts["alice"].id, "basic", "t2", answers={"b1": "B"}).id
         # Then the stored archive is damaged and the worker's unpacked copy is gone: grading cannot run.
         session.execute(update(ProblemSetVersion).values(archive=b"not a tar.gz"))
         session.commit()

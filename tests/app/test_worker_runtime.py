@@ -10,11 +10,9 @@ import pytest
 from celery import Celery
 
 from app.config import Settings, get_settings
-from app.courses.access import access_for
 from app.db import utcnow
-from app.submissions import service
 from app.submissions.models import Status, Submission
-from app.users.models import User
+from tests.app.conftest import submit_as
 
 
 @pytest.fixture
@@ -32,17 +30,7 @@ def test_celery_worker_grades_with_the_settings_it_was_started_with(  # type: ig
     from app.worker import celery_app
 
     with sessions() as session:
-        alice = session.get(User, accounts["alice"].id)
-        sub, _ = service.create(
-            session,
-            settings=settings,
-            user=alice,
-            access=access_for(session, alice),
-            problem_set="basic",
-            problem_id="t2",
-            answers={"b1": "B"},
-        )
-        sub_id = sub.id
+        sub_id = submit_as(session, settings, accounts["alice"].id, "basic", "t2", answers={"b1": "B"}).id
 
     # Instead of consuming a broker, the started worker runs one delivery of the task in this process.
     def deliver_once(celery: Celery, argv: list[str]) -> None:
@@ -70,17 +58,8 @@ def test_sweeper_resends_only_stranded_jobs(accounts, basic_set, settings: Setti
     }
     ids = {}
     with sessions() as session:
-        alice = session.get(User, accounts["alice"].id)
         for name, (status, age_s, lease_s) in rows.items():
-            sub, _ = service.create(
-                session,
-                settings=settings,
-                user=alice,
-                access=access_for(session, alice),
-                problem_set="basic",
-                problem_id="t2",
-                answers={"b1": name},
-            )
+            sub = submit_as(session, settings, accounts["alice"].id, "basic", "t2", answers={"b1": name})
             sub.status, sub.created_at = status, now - timedelta(seconds=age_s)
             sub.lease_until = None if lease_s is None else now + timedelta(seconds=lease_s)
             ids[sub.id] = name
