@@ -34,6 +34,7 @@ AXE = REPO / "tests" / "browser" / "vendor" / "axe-core" / "axe.min.js"
 SHOTS = REPO / "build" / "browser-screenshots"
 PASSWORD = "browser-test-password"
 SETS = ("ch9", "attention")
+BROKEN = "broken-demo"  # a folder of the problems directory that serve refuses
 START_TIMEOUT_S = 600  # loading the attention set runs its mutant gate in the sandbox before the server listens
 
 
@@ -81,6 +82,8 @@ def _create_accounts(database_url: str) -> None:
         create_user(session, email="dana@example.com", role=Role.STUDENT, password=PASSWORD, display_name="Dana Wu")
         create_user(session, email="teacher@example.com", role=Role.INSTRUCTOR, password=PASSWORD)
         create_user(session, email="admin@example.com", role=Role.ADMIN, password=PASSWORD)  # creates courses
+        # Changes its password in the account walk: in no offering, so no other test meets it.
+        create_user(session, email="pat@example.com", role=Role.STUDENT, password=PASSWORD, enroll_default=False)
         session.commit()
     engine.dispose()
 
@@ -107,6 +110,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     problems.mkdir()
     for name in SETS:
         (problems / name).symlink_to(REPO / "problems" / name, target_is_directory=True)
+    # A set serve refuses at start-up (its prompt is missing): the instructor page must show it with its report.
+    (problems / BROKEN).mkdir()
+    (problems / BROKEN / "problemset.yaml").write_text(
+        f"id: {BROKEN}\ntitle: A set whose prompt is missing\nproblems:\n  - id: q1\n    kind: manual\n"
+        "    prompt: prompts/q1.md\n    rubric: [{id: r1, points: 1, description: says why}]\n",
+        encoding="utf-8",
+    )
     database_url = f"sqlite:///{root / 'autograder.db'}"
     _create_accounts(database_url)
     port = _free_port()

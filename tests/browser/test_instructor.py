@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import check_a11y, log_in, shot, shot_of
+from tests.browser.conftest import BROKEN, check_a11y, log_in, shot, shot_of
 from tests.conftest import FIXTURE_SETS
 from tests.ops.receiver import running_receiver
 
@@ -51,6 +51,21 @@ def test_upload_shows_the_mutant_matrix_as_a_table(new_page: Any, tmp_path: Path
     assert wrap.evaluate("el => getComputedStyle(el).overflowX") == "auto"
     shot(page, "21-instructor-matrix")
     check_a11y(page, "21-instructor-matrix")
+
+
+def test_a_set_refused_at_start_up_is_shown_with_its_report(new_page: Any) -> None:
+    page = new_page()
+    log_in(page, TEACHER)
+    page.goto("/instructor")
+    card = page.locator("section.refused-set", has_text=BROKEN)
+    expect(card.get_by_role("heading")).to_contain_text(f"Refused at start-up: {BROKEN}")
+    expect(card).to_contain_text("prompts/q1.md")  # the loader's own reason, naming the missing file
+    shot(page, "28-instructor-refused-set")
+    check_a11y(page, "28-instructor-refused-set")
+    # Students do not meet it: the set was never stored.
+    student = new_page()
+    log_in(student, "bob@example.com")
+    assert student.goto(f"/sets/{BROKEN}").status == 404
 
 
 def test_gradebook_shows_pending_hand_grading(new_page: Any) -> None:

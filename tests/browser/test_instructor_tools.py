@@ -80,3 +80,31 @@ def test_account_and_token_pages(new_page: Any) -> None:
     assert token not in page.content()  # shown once
     page.get_by_role("button", name=re.compile(r"Revoke browser ci")).click()
     expect(page.locator("table.tokens tr", has_text="browser ci")).to_contain_text("revoked")
+
+
+def test_change_password_then_log_in_with_the_new_one(new_page: Any) -> None:
+    page = new_page()
+    log_in(page, "pat@example.com")
+    page.goto("/account")
+    page.get_by_label("Current password").fill("not the password")
+    page.get_by_label("New password", exact=True).fill("a new password 1")
+    page.get_by_label("New password again").fill("a new password 1")
+    page.get_by_role("button", name="Change password").click()
+    expect(page.locator("#password-error")).to_be_visible()  # the current one is checked
+    expect(page.get_by_label("Current password")).to_have_attribute("aria-invalid", "true")
+    check_a11y(page, "35-password-refused")
+    page.get_by_label("Current password").fill(PASSWORD)
+    page.get_by_label("New password", exact=True).fill("a new password 1")
+    page.get_by_label("New password again").fill("a new password 1")
+    page.get_by_role("button", name="Change password").click()
+    expect(page.locator(".alert.success")).to_be_visible()
+    shot(page, "36-password-changed")
+    other = new_page()
+    other.goto("/login")
+    other.get_by_label("Email").fill("pat@example.com")
+    other.get_by_label("Password").fill(PASSWORD)
+    other.get_by_role("button", name="Log in").click()
+    expect(other.locator(".alert.error, .form-error").first).to_be_visible()  # the old one no longer works
+    other.get_by_label("Password").fill("a new password 1")
+    other.get_by_role("button", name="Log in").click()
+    other.wait_for_url(re.compile(r".*/$"))

@@ -40,6 +40,16 @@ def test_ch9_q1_blanks_sit_in_the_prompt_with_a_formula_preview(new_page: Any) -
     check_a11y(page, "03-ch9-q1-parse-error")
 
 
+def _attempts(problem: Any) -> int:
+    """The attempt count the problem's progress line shows (0 before the first)."""
+    line = problem.locator(".progress-line")
+    if not line.count():
+        return 0
+    match = re.search(r"(\d+) attempts?", line.inner_text())
+    assert match, line.inner_text()
+    return int(match.group(1))
+
+
 def test_answers_stay_and_each_blank_is_marked_after_grading(new_page: Any) -> None:
     page = new_page()
     log_in(page, STUDENT)
@@ -48,11 +58,17 @@ def test_answers_stay_and_each_blank_is_marked_after_grading(new_page: Any) -> N
     q3.locator("#q3-b1").fill("顺序")
     q3.locator("#q3-b2").fill("位置编码")
     q3.locator("#q3-b3").fill("mask")  # refused on purpose: which mask is the question
+    before = _attempts(q3)
     q3.get_by_role("button", name="Submit").click()
     page.wait_for_url(re.compile(r".*/submissions/\d+$"))
     expect(page.locator(".score-line")).to_be_visible()  # arrives in place, no reload needed
     shot(page, "04-ch9-q3-graded")
     check_a11y(page, "04-ch9-q3-graded")
+    # Back to the set: the page is fetched again (no-store), so the answers and the attempt count are fresh.
+    page.go_back()
+    page.wait_for_url(re.compile(r".*/sets/ch9"))
+    expect(page.locator("#problem-q3 #q3-b3")).to_have_value("mask")
+    expect(page.locator("#problem-q3 .progress-line")).to_contain_text(re.compile(rf"\b{before + 1} attempts?"))
     response = page.goto("/sets/ch9#problem-q3")
     assert response is not None and response.headers["cache-control"] == "no-store"
     q3 = page.locator("#problem-q3")
