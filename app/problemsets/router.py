@@ -16,9 +16,16 @@ from app.courses.policy import policy_for
 from app.deps import MAX_ROW_ID, InstructorUser, PrincipalDep, SessionDep, SettingsDep, cross_site
 from app.error_format import error_responses
 from app.errors import Forbidden, Invalid, NotFound
-from app.problemsets import service
+from app.problemsets import aliases, service
 from app.problemsets.models import ProblemSet
-from app.problemsets.schemas import ProblemSetSummary, ProblemSetView, ProblemView, UploadResult, VersionPublic
+from app.problemsets.schemas import (
+    AliasRequest,
+    ProblemSetSummary,
+    ProblemSetView,
+    ProblemView,
+    UploadResult,
+    VersionPublic,
+)
 from graders.grade import problem_view
 
 router = APIRouter(prefix="/problem-sets", tags=["problem sets"])
@@ -171,6 +178,54 @@ async def upload_problem_set(
             )
 
     # Validation runs reference solutions and mutants: CPU work, kept off the event loop.
+    return await run_in_threadpool(work)
+
+
+@router.post(
+    "/{slug}/aliases", response_model=UploadResult, status_code=201, responses=error_responses(404, 409)
+)  # fmt: skip
+async def add_alias(
+    request: Request,
+    slug: str,
+    body: AliasRequest,
+    user: InstructorUser,
+    principal: PrincipalDep,
+    settings: SettingsDep,
+) -> UploadResult:
+    """Accept one more answer for a text blank: a new version of the set whose problemset.yaml lists it among the
+    blank's ``answers`` and ``accept`` (the file edited as written), validated like an upload before it is stored.
+    409 when the answer is accepted already or is one of the blank's known-wrong examples, when the assignment is
+    pinned to a version, or when another version was stored meanwhile; 422 for a blank that is not a text blank
+    or a set the new version fails to validate (with the report). Regrade the problem afterwards to give the
+    points (``POST /submissions/{id}/regrade``, or the bulk regrade page)."""
+    grader, access = request.app.state.code_grader, principal.access
+    alias = aliases.Alias(problem_id=body.problem, part_id=body.part, answer=body.answer)
+
+    def work() -> UploadResult:
+        with request.app.state.session_factory() as session:
+            edit = aliases.prepare(session, settings, access, slug, body.offering, alias)
+            mine = access.offerings(Action.UPLOAD)
+            version, report, created = service.upload(
+                session,
+                data=edit.archive,
+                filename=f"{slug}.tar.gz",
+                settings=settings,
+                user_id=user.id,
+                grader=grader,
+                may_replace=lambda ps: user.is_admin or bool(courses.offerings_with_set(session, ps) & mine),
+                based_on=edit.based_on,
+            )
+            session.commit()
+            return UploadResult(
+                id=slug,
+                version=version.number,
+                created=created,
+                content_hash=version.content_hash,
+                report=report.to_dict(),
+                offering=edit.offering_id,
+            )
+
+    # The gate runs reference solutions and mutants: CPU work, kept off the event loop.
     return await run_in_threadpool(work)
 
 

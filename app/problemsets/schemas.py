@@ -29,6 +29,19 @@ class UploadResult(BaseModel):
     offering: int = Field(description="the offering it is assigned in")
 
 
+class AliasRequest(BaseModel):
+    """One more accepted answer for a text blank, as a new version of the set."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    problem: str = Field(max_length=64, description="the problem's id, e.g. q3")
+    part: str = Field(max_length=16, description="the blank, e.g. b3")
+    answer: str = Field(min_length=1, max_length=200, description="the answer to accept (compared after the "
+                        "blank's normalisation, as the gradebook's wrong answers show it)")  # fmt: skip
+    offering: int | None = Field(default=None, ge=1, le=2**31 - 1, description="the offering you ask from, "
+                                 "when the set is assigned in several of yours")  # fmt: skip
+
+
 class VersionPublic(BaseModel):
     number: int
     label: str

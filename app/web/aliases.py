@@ -11,15 +11,12 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
-from app.courses import service as courses
 from app.courses.access import access_for
-from app.courses.permissions import Action
 from app.deps import RowIdQuery
 from app.errors import Conflict, Invalid
-from app.problemsets import service as sets
-from app.problemsets.aliases import Alias, with_alias
+from app.problemsets import aliases
+from app.problemsets.aliases import Alias
 from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings
-from app.web.i18n import for_request
 from app.web.instructor import gradebook_response, upload_jobs, validate_and_store
 from app.web.page_route import WebRoute
 from app.web.upload_jobs import UploadJob
@@ -47,35 +44,27 @@ def add_alias(
         part_id=str(form.get("part") or "")[:16],
         answer=str(form.get("answer") or "")[:1000],
     )
-    access = access_for(session, user)
-    found = courses.resolve(session, access, slug, offering_id=offering, action=Action.UPLOAD)
-    offering_id = found.assignment.offering_id
     try:
-        latest = sets.get_latest(session, slug, include_hidden=True)
-        if found.assignment.pinned_version_id is not None:
-            message = for_request(request).gettext(
-                "This assignment is pinned to version %(number)d of the set, so its students would not see a new "
-                "one; unpin it in the assignment's settings first."
-            )
-            raise Conflict(message % {"number": courses.version_of(session, found.assignment).number})
-        archive = with_alias(sets.loaded_version(settings, latest), alias)
+        edit = aliases.prepare(session, settings, access_for(session, user), slug, offering, alias)
     except (Invalid, Conflict) as exc:
         session.rollback()
-        return gradebook_response(request, session, user, slug, offering_id, exc.status_code, alias_error=exc.message)
-    work = functools.partial(_store, request.app.state, user.id, offering_id, archive, slug, alias, latest.number)
+        return gradebook_response(request, session, user, slug, offering, exc.status_code, alias_error=exc.message)
+    work = functools.partial(_store, request.app.state, user.id, edit, slug, alias)
     label = f"{slug} + {alias.problem_id} {alias.part_id} “{alias.answer.strip()}”"
     job = upload_jobs(request).start(owner_id=user.id, filename=label, work=work)
     return RedirectResponse(f"/instructor/uploads/{job.id}", status_code=303)
 
 
 def _store(
-    state: Any, user_id: int, offering_id: int, archive: bytes, slug: str, alias: Alias, base: int, job: UploadJob
+    state: Any, user_id: int, edit: aliases.AliasEdit, slug: str, alias: Alias, job: UploadJob
 ) -> tuple[int, dict[str, Any]]:
-    """The upload's validation and storage, refused if another version was stored since ``base`` (it would be
-    lost); a stored version adds the regrade link to the report page."""
-    status, context = validate_and_store(state, user_id, offering_id, archive, f"{slug}.tar.gz", job, based_on=base)
+    """The upload's validation and storage, refused if another version was stored since the edit's base (it would
+    be lost); a stored version adds the regrade link to the report page."""
+    status, context = validate_and_store(
+        state, user_id, edit.offering_id, edit.archive, f"{slug}.tar.gz", job, based_on=edit.based_on
+    )
     if status == 200 and context.get("stored", {}).get("created"):
-        query = urlencode({"offering": offering_id, "problem": alias.problem_id, "below_full": "on"})
+        query = urlencode({"offering": edit.offering_id, "problem": alias.problem_id, "below_full": "on"})
         context["alias_added"] = {
             "problem": alias.problem_id,
             "part": alias.part_id,

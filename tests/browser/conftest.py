@@ -113,7 +113,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     # A set serve refuses at start-up (its prompt is missing): the instructor page must show it with its report.
     (problems / BROKEN).mkdir()
     (problems / BROKEN / "problemset.yaml").write_text(
-        f"id: {BROKEN}\ntitle: A set whose prompt is missing\nproblems:\n  - id: q1\n    kind: manual\n"
+        f"id: {BROKEN}\ntitle: A set whose prompt is missing\nproblems:\n  - id: q1\n    kind: manual\n    title: Why\n"
         "    prompt: prompts/q1.md\n    rubric: [{id: r1, points: 1, description: says why}]\n",
         encoding="utf-8",
     )

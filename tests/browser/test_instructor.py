@@ -60,6 +60,7 @@ def test_a_set_refused_at_start_up_is_shown_with_its_report(new_page: Any) -> No
     card = page.locator("section.refused-set", has_text=BROKEN)
     expect(card.get_by_role("heading")).to_contain_text(f"Refused at start-up: {BROKEN}")
     expect(card).to_contain_text("prompts/q1.md")  # the loader's own reason, naming the missing file
+    expect(card.locator("li").first).to_be_visible()
     shot(page, "28-instructor-refused-set")
     check_a11y(page, "28-instructor-refused-set")
     # Students do not meet it: the set was never stored.

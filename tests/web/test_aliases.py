@@ -213,3 +213,22 @@ def test_an_edit_of_an_older_version_is_refused(client, accounts, basic_set, ses
         with pytest.raises(Conflict, match="has a newer version than 1"):
             sets.ingest(session, loaded=first, user_id=None, grader=None, based_on=version.number)
     assert _versions(sessions) == [1, 2]
+
+
+def test_the_api_adds_an_alias_too(client, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
+    url, staff = "/api/v1/problem-sets/basic/aliases", accounts["instructor"].headers
+    body = {"problem": "t1", "part": "b1", "answer": "编码部分"}
+    assert client.post(url, json=body, headers=accounts["alice"].headers).status_code == 403  # a student's token
+    added = client.post(url, json=body, headers=staff)
+    assert added.status_code == 201, added.text
+    assert added.json()["version"] == 2 and added.json()["created"] and added.json()["report"]["ok"]
+    again = client.post(url, json=body, headers=staff)
+    assert again.status_code == 409 and "already accepted" in again.text
+    known_wrong = client.post(url, json={**body, "answer": "decoder"}, headers=staff)
+    assert known_wrong.status_code == 409 and "listed under reject" in known_wrong.text
+    assert client.post(url, json={**body, "extra": 1}, headers=staff).status_code == 422
+    assert client.post(url, json={**body, "answer": "x" * 201}, headers=staff).status_code == 422
+    assert client.post("/api/v1/problem-sets/nope/aliases", json=body, headers=staff).status_code == 404
+    assert _versions(sessions) == [1, 2]
+    # Submissions graded before keep their score until regraded; a new one is graded against version 2.
+    assert submit(client, accounts["bob"], "t1", {"b1": "编码部分", "b2": "32"})["score"] == 3
