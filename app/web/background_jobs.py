@@ -48,13 +48,17 @@ class BackgroundJobs(Generic[J]):
         self._jobs: dict[str, J] = {}
         self._lock = threading.Lock()
 
-    def start(self, job: J, work: Callable[[J], tuple[int, dict[str, Any]]]) -> J:
-        """Run ``work`` in a thread; it fills the job's progress and returns (status, page context)."""
+    def start(self, job: J, work: Callable[[J], tuple[int, dict[str, Any]]], *, alone: bool = False) -> bool:
+        """Run ``work`` in a thread; it fills the job's progress and returns (status, page context). With
+        ``alone``, only if its owner has no job of this kind running (checked under the lock: two requests at once
+        cannot both start one); False when nothing was started."""
         with self._lock:
+            if alone and any(j.owner_id == job.owner_id and not j.done for j in self._jobs.values()):
+                return False
             self._forget_old()
             self._jobs[job.id] = job
         threading.Thread(target=self._run, args=(job, work), name=f"{self.name}-{job.id[:6]}", daemon=True).start()
-        return job
+        return True
 
     def get(self, job_id: str, *, owner_id: int) -> J | None:
         """The job, only for the user who started it (None for anyone else, as for an unknown id)."""

@@ -171,27 +171,29 @@ def start_trial(
     access = access_for(session, user)
     found = courses.resolve(session, access, slug, offering_id=offering, action=Action.GRADE)
     trials: BackgroundJobs[TrialJob] = request.app.state.trial_jobs
+    busy = tr.gettext("Your previous trial run is still grading: wait for it to end, then try again.")
     try:
-        if trials.running(owner_id=user.id):
-            raise Conflict(tr.gettext("Your previous trial run is still grading: wait for it to end, then try again."))
+        if trials.running(owner_id=user.id):  # before planning: a refused trial reads nothing
+            raise Conflict(busy)
         selection = _select(session, access, slug, found.assignment.offering_id, fields)
         plan = trial_regrade.plan_trial(session, request.app.state.settings, selection)
+        session.rollback()  # the plan only read
+        job = TrialJob(
+            owner_id=user.id,
+            assignment_id=found.assignment.id,
+            offering_id=found.assignment.offering_id,
+            slug=slug,
+            fields={k: fields[k] for k in ("problem", "since", "below_full")},
+            version_number=plan.version_number,
+            selected=plan.selected,
+            total=len(plan.items),
+        )
+        if not trials.start(job, trial_work(plan, request.app.state.code_grader), alone=True):
+            raise Conflict(busy)  # another request of theirs started one meanwhile
     except (Invalid, Conflict) as exc:
         session.rollback()
         return _page(request, session, user, slug, found.assignment.offering_id, fields, exc.status_code,
                      error=exc.message)  # fmt: skip
-    session.rollback()  # the plan only read
-    job = TrialJob(
-        owner_id=user.id,
-        assignment_id=found.assignment.id,
-        offering_id=found.assignment.offering_id,
-        slug=slug,
-        fields={k: fields[k] for k in ("problem", "since", "below_full")},
-        version_number=plan.version_number,
-        selected=plan.selected,
-        total=len(plan.items),
-    )
-    trials.start(job, trial_work(plan, request.app.state.code_grader))
     return RedirectResponse(f"/instructor/regrade-trials/{job.id}", status_code=303)
 
 

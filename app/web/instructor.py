@@ -77,7 +77,8 @@ def upload(
         session.rollback()
         return _instructor_page(request, session, user, 422, upload_error=exc.message)
     work = functools.partial(_validate_and_store, request.app.state, user.id, target.id, data, file.filename)
-    job = _jobs(request).start(UploadJob(owner_id=user.id, filename=file.filename), work)
+    job = UploadJob(owner_id=user.id, filename=file.filename)
+    _jobs(request).start(job, work)
     return RedirectResponse(f"/instructor/uploads/{job.id}", status_code=303)
 
 

@@ -199,8 +199,10 @@ def test_one_trial_at_a_time_and_a_failed_trial_says_so(client, world, sessions)
         release.wait(60)
         return 200, {}
 
-    running = trials.start(job(), held)
+    running = job()
+    assert trials.start(running, held, alone=True)
     try:
+        assert not trials.start(job(), held, alone=True)  # two requests at once: the second starts nothing
         url = f"/instructor/sets/basic/regrade/trial?offering={world.a}"
         refused = client.post(url, data={**fields, "expected": "1", "csrf_token": token}, follow_redirects=False)
         assert refused.status_code == 409 and "still grading" in refused.text
@@ -212,7 +214,9 @@ def test_one_trial_at_a_time_and_a_failed_trial_says_so(client, world, sessions)
     def broken(_job: TrialJob) -> tuple[int, dict[str, Any]]:
         raise RuntimeError("a bug of ours")
 
-    failed = trials.start(job(), broken)
+    _until_done(client, f"/instructor/regrade-trials/{running.id}", limit_s=30)
+    failed = job()
+    assert trials.start(failed, broken, alone=True)  # the first one has ended
     live = _until_done(client, f"/instructor/regrade-trials/{failed.id}", limit_s=30)
     assert "This trial run failed on our side; try again." in live.text and "Regrade 1" not in live.text
     with sessions() as session:
