@@ -37,7 +37,7 @@ def test_trial_run_of_a_code_problem_then_apply(new_page: Any) -> None:
     check_a11y(page, "50-trial-regrade-offer")
 
     trial.click()
-    page.wait_for_url(re.compile(r".*/instructor/regrade-trials/[\w-]+$"))
+    page.wait_for_url(re.compile(r".*/instructor/regrade-trials/[\w-]+$"), timeout=60_000)  # generous: a busy host
     expect(page.locator("main")).to_contain_text("graded against version")
     # progress.js swaps the part in place (no reload) until the trial is done; one done before the page loaded
     # shows its result at once.
