@@ -31,6 +31,8 @@ from app.submissions.router import router as submissions_router
 from app.users.password_checks import PasswordChecks
 from app.users.router import router as users_router
 from app.web.too_large import HtmlTooLarge
+from app.web.trial_jobs import trial_jobs
+from app.web.upload_jobs import upload_jobs
 from app.webhooks.router import offering_router as offering_webhooks_router
 from app.webhooks.router import router as webhooks_router
 from app.webhooks.sender import WebhookSender
@@ -104,6 +106,9 @@ def create_app(
     app.state.engine = runtime.engine
     app.state.session_factory = runtime.session_factory
     app.state.code_grader = runtime.code_grader
+    # Long jobs of the pages, in this process's memory (app/web/background_jobs.py): upload gates, trial regrades.
+    app.state.upload_jobs = upload_jobs()
+    app.state.trial_jobs = trial_jobs()
     app.state.pool = pool
     app.state.grade_events = grade_events
     app.state.limiter = limiter

@@ -5,8 +5,10 @@ follow the batch's progress (how many are graded again, how many scores changed)
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
@@ -15,7 +17,7 @@ from app.config import Settings
 from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.models import Assignment
-from app.courses.penalties import grading_penalties
+from app.courses.penalties import Penalties, grading_penalties
 from app.courses.permissions import Action
 from app.errors import Invalid, NotFound
 from app.gradebook.attempts import EPS
@@ -28,6 +30,7 @@ from app.users.models import User
 from graders.code.runner import CodeGraderLike
 from graders.grade import grade_submission
 from graders.kinds import kind_of
+from graders.problemset.loader import LoadedSet
 
 NO_GRADE = "no grade"
 # The most submissions a preview grades in the page's request (a fill-in answer takes well under a millisecond, a
@@ -52,12 +55,12 @@ class Selection:
         return [(k, counts[k]) for k in scores] + ([(NO_GRADE, counts[NO_GRADE])] if NO_GRADE in counts else [])
 
 
-def _final(sub: Submission) -> float | None:
+def final_of(sub: Submission) -> float | None:
     return round_score(sub.grade.final_score) if sub.grade is not None else None
 
 
 def _score_label(sub: Submission) -> str:
-    score = _final(sub)
+    score = final_of(sub)
     return NO_GRADE if score is None else f"{score:g}"
 
 
@@ -107,8 +110,9 @@ def select_for_regrade(
 class Prediction:
     """What applying would do to the selection, graded here without writing anything.
 
-    ``known`` is False for a problem whose grading runs in the sandbox (code): student code never runs in the web
-    process, so its change is known only after applying. ``after`` maps each predicted submission to its score."""
+    ``known`` is False for a problem whose grading runs in the sandbox (code): the page's request never runs student
+    code, so its change is known after applying, or from a trial run (app.gradebook.trial_regrade), which builds
+    a known Prediction of its own. ``after`` maps each predicted submission to its score."""
 
     known: bool
     before: dict[int, float | None]
@@ -160,7 +164,7 @@ def predict(session: Session, settings: Settings, selection: Selection, limit: i
     worker's entry point (graders.grade) and its penalties; hand-given points stay, as a regrade keeps them.
     Nothing is written. Code problems, and selections of more than ``limit``, are not graded here (``known``
     False)."""
-    before = {s.id: _final(s) for s in selection.submissions}
+    before = {s.id: final_of(s) for s in selection.submissions}
     loaded = loaded_version(settings, selection.version)
     problem = loaded.spec.problem(selection.problem_id)
     if problem is None or not kind_of(problem).grades_in_process:
@@ -170,15 +174,31 @@ def predict(session: Session, settings: Settings, selection: Selection, limit: i
     after: dict[int, float | None] = {}
     failed = 0
     for sub in selection.submissions:
+        penalties = grading_penalties(session, sub, loaded.spec)
         try:
-            result = grade_submission(loaded, selection.problem_id, dict(sub.payload), _no_code_grader)
+            after[sub.id] = regraded_score(loaded, selection.problem_id, sub.payload, penalties, manual_of(sub),
+                                           _no_code_grader)  # fmt: skip
         except Exception:  # answers the current version cannot read: the worker would record a failure
             after[sub.id], failed = None, failed + 1
-            continue
-        penalties = grading_penalties(session, sub, loaded.spec)
-        manual = sub.grade.manual_score if sub.grade is not None else None
-        after[sub.id] = round_score(final_score_of(result.score, manual, penalties.late, penalties.decay))
     return Prediction(known=True, before=before, after=after, failed=failed)
+
+
+def manual_of(sub: Submission) -> float | None:
+    return sub.grade.manual_score if sub.grade is not None else None
+
+
+def regraded_score(
+    loaded: LoadedSet,
+    problem_id: str,
+    payload: dict[str, Any],
+    penalties: Penalties,
+    manual: float | None,
+    code_grader: Callable[[], CodeGraderLike],
+) -> float:
+    """The final score a regrade would give a stored payload: the worker's entry point (graders.grade), the
+    penalties it would recompute, the hand-given points it keeps. Raises what grading raises."""
+    result = grade_submission(loaded, problem_id, dict(payload), code_grader)
+    return round_score(final_score_of(result.score, manual, penalties.late, penalties.decay))
 
 
 def start(session: Session, *, selection: Selection, user: User) -> RegradeBatch:
@@ -195,7 +215,7 @@ def start(session: Session, *, selection: Selection, user: User) -> RegradeBatch
         problem_id=selection.problem_id,
         created_by_id=user.id,
         filters={"since": selection.since.isoformat() if selection.since else None, "below_full": selection.below_full},
-        before={str(s.id): _final(s) for s in selection.submissions},
+        before={str(s.id): final_of(s) for s in selection.submissions},
     )
     session.add(batch)
     session.commit()
@@ -251,7 +271,7 @@ def batch_progress(session: Session, *, access: Access, batch_id: int) -> BatchP
         by_status[sub.status] += 1
         if sub.status not in (Status.GRADED, Status.ERROR):
             continue
-        before, after = batch.before[str(sub.id)], _final(sub)
+        before, after = batch.before[str(sub.id)], final_of(sub)
         same = before is None if after is None else before is not None and abs(before - after) <= EPS
         if same:
             unchanged += 1

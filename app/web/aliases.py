@@ -51,7 +51,8 @@ def add_alias(
         return gradebook_response(request, session, user, slug, offering, exc.status_code, alias_error=exc.message)
     work = functools.partial(_store, request.app.state, user.id, edit, slug, alias)
     label = f"{slug} + {alias.problem_id} {alias.part_id} “{alias.answer.strip()}”"
-    job = upload_jobs(request).start(owner_id=user.id, filename=label, work=work)
+    job = UploadJob(owner_id=user.id, filename=label)
+    upload_jobs(request).start(job, work)
     return RedirectResponse(f"/instructor/uploads/{job.id}", status_code=303)
 
 

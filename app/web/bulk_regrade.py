@@ -1,6 +1,7 @@
 """Bulk regrade pages: pick a problem (optionally only submissions since a date, or only those below full marks),
 preview how many would be regraded, their scores now and (answer problems) how the regrade would change them,
-apply as one queued job per submission, follow progress."""
+try a code problem's regrade in the background (nothing saved) to see the same, apply as one queued job per
+submission, follow progress."""
 
 from __future__ import annotations
 
@@ -14,16 +15,18 @@ from starlette.datastructures import FormData
 
 from app.courses import service as courses
 from app.courses.access import Access, access_for
-from app.courses.models import Offering
+from app.courses.models import Assignment, Offering
 from app.courses.permissions import Action
 from app.deps import RowId, RowIdQuery
-from app.errors import Conflict, Invalid
-from app.gradebook import bulk_regrade
+from app.errors import Conflict, Invalid, NotFound
+from app.gradebook import bulk_regrade, trial_regrade
 from app.users.models import User
+from app.web.background_jobs import BackgroundJobs
 from app.web.deps import CheckedForm, WebInstructor, WebSession
 from app.web.i18n import for_request
 from app.web.page_route import WebRoute
 from app.web.rendering import render, render_fragment
+from app.web.trial_jobs import TrialJob, trial_work
 
 router = APIRouter(route_class=WebRoute)
 
@@ -62,6 +65,7 @@ def _page(
         "offering": found.assignment.offering,
         "problems": [(p["id"], p.get("title", p["id"])) for p in spec.get("problems", [])],
         "fields": fields,
+        "trial_limit": trial_regrade.TRIAL_LIMIT,
         **extra,
     }
     if fields["problem"] and "error" not in extra:
@@ -148,5 +152,79 @@ def progress_live(request: Request, batch_id: RowId, user: WebInstructor, sessio
     progress = bulk_regrade.batch_progress(session, access=access_for(session, user), batch_id=batch_id)
     response = HTMLResponse(render_fragment(request, "instructor/_regrade_progress.html", p=progress))
     response.headers["X-Progress"] = "done" if progress.finished else "running"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@router.post("/instructor/sets/{slug}/regrade/trial")
+def start_trial(
+    request: Request,
+    slug: str,
+    form: CheckedForm,
+    user: WebInstructor,
+    session: WebSession,
+    offering: RowIdQuery = None,
+) -> Response:
+    """Grade the previewed selection (at most 200 of it) against the current version in the background, saving
+    nothing; then the trial's page. One trial at a time per person (409 while the previous one runs)."""
+    fields, tr = _fields(form), for_request(request)
+    access = access_for(session, user)
+    found = courses.resolve(session, access, slug, offering_id=offering, action=Action.GRADE)
+    trials: BackgroundJobs[TrialJob] = request.app.state.trial_jobs
+    busy = tr.gettext("Your previous trial run is still grading: wait for it to end, then try again.")
+    try:
+        if trials.running(owner_id=user.id):  # before planning: a refused trial reads nothing
+            raise Conflict(busy)
+        selection = _select(session, access, slug, found.assignment.offering_id, fields)
+        plan = trial_regrade.plan_trial(session, request.app.state.settings, selection)
+        session.rollback()  # the plan only read
+        job = TrialJob(
+            owner_id=user.id,
+            assignment_id=found.assignment.id,
+            offering_id=found.assignment.offering_id,
+            slug=slug,
+            fields={k: fields[k] for k in ("problem", "since", "below_full")},
+            version_number=plan.version_number,
+            selected=plan.selected,
+            total=len(plan.items),
+        )
+        if not trials.start(job, trial_work(plan, request.app.state.code_grader), alone=True):
+            raise Conflict(busy)  # another request of theirs started one meanwhile
+    except (Invalid, Conflict) as exc:
+        session.rollback()
+        return _page(request, session, user, slug, found.assignment.offering_id, fields, exc.status_code,
+                     error=exc.message)  # fmt: skip
+    return RedirectResponse(f"/instructor/regrade-trials/{job.id}", status_code=303)
+
+
+def _trial(request: Request, session: WebSession, user: User, job_id: str) -> tuple[TrialJob, dict[str, Any]]:
+    """The caller's own trial, while they may still grade in its offering (404 otherwise), and its page's context."""
+    trials: BackgroundJobs[TrialJob] = request.app.state.trial_jobs
+    job = trials.get(job_id[:64], owner_id=user.id)
+    assignment = session.get(Assignment, job.assignment_id) if job is not None else None
+    if job is None or assignment is None or not access_for(session, user).can(job.offering_id, Action.GRADE):
+        tr = for_request(request)
+        raise NotFound(tr.gettext("No such trial run (kept for an hour after it ends, lost when the server restarts)."))
+    return job, {
+        "title": assignment.problem_set.title,
+        "offering": assignment.offering,
+        "current_version": courses.version_of(session, assignment).number,  # applying grades against this one
+    }
+
+
+@router.get("/instructor/regrade-trials/{job_id}")
+def trial_page(request: Request, job_id: str, user: WebInstructor, session: WebSession) -> Response:
+    """A trial run's progress (refreshed in place), then what applying would change and the button to apply."""
+    job, context = _trial(request, session, user, job_id)
+    return render(request, "instructor/regrade_trial.html", 200 if job.done else 202, job=job, waiting=not job.done,
+                  **context)  # fmt: skip
+
+
+@router.get("/instructor/regrade-trials/{job_id}/live")
+def trial_live(request: Request, job_id: str, user: WebInstructor, session: WebSession) -> Response:
+    """The progress part of that page, with the result once done; X-Progress says running or done."""
+    job, context = _trial(request, session, user, job_id)
+    response = HTMLResponse(render_fragment(request, "instructor/_regrade_trial.html", job=job, **context))
+    response.headers["X-Progress"] = "done" if job.done else "running"
     response.headers["Cache-Control"] = "no-store"
     return response

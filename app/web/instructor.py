@@ -24,11 +24,12 @@ from app.problemsets import service as sets
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.users.models import User
 from app.web import charts, page_context
+from app.web.background_jobs import BackgroundJobs
 from app.web.deps import CheckedForm, WebGradebookReader, WebInstructor, WebSession, WebSettings
 from app.web.i18n import for_request
 from app.web.page_route import WebRoute
 from app.web.rendering import render, render_fragment
-from app.web.upload_jobs import UploadJob, UploadJobs
+from app.web.upload_jobs import UploadJob
 
 router = APIRouter(route_class=WebRoute)
 
@@ -76,15 +77,13 @@ def upload(
         session.rollback()
         return _instructor_page(request, session, user, 422, upload_error=exc.message)
     work = functools.partial(validate_and_store, request.app.state, user.id, target.id, data, file.filename)
-    job = upload_jobs(request).start(owner_id=user.id, filename=file.filename, work=work)
+    job = UploadJob(owner_id=user.id, filename=file.filename)
+    upload_jobs(request).start(job, work)
     return RedirectResponse(f"/instructor/uploads/{job.id}", status_code=303)
 
 
-def upload_jobs(request: Request) -> UploadJobs:
-    state = request.app.state
-    if not hasattr(state, "upload_jobs"):
-        state.upload_jobs = UploadJobs()
-    jobs: UploadJobs = state.upload_jobs
+def upload_jobs(request: Request) -> BackgroundJobs[UploadJob]:
+    jobs: BackgroundJobs[UploadJob] = request.app.state.upload_jobs
     return jobs
 
 

@@ -185,7 +185,7 @@ def test_preview_predicts_what_applying_a_new_answer_key_changes(client, world, 
         assert set(session.scalars(select(Submission.problem_set_version_id))) == {version.id}
 
 
-def test_preview_of_a_code_problem_says_the_change_is_known_after_applying(client, world, sessions):  # type: ignore[no-untyped-def]  # noqa: F811
+def test_preview_of_a_code_problem_offers_a_trial_run_instead_of_grading_it(client, world, sessions):  # type: ignore[no-untyped-def]  # noqa: F811
     with sessions() as session:  # no sandbox here: a graded code submission is stored as the worker leaves one
         version, _, _ = sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
         assignment = courses.default_assignment(session, version.problem_set)
@@ -202,5 +202,6 @@ def test_preview_of_a_code_problem_says_the_change_is_known_after_applying(clien
     before = _snapshot(sessions)
     page = client.get(f"/instructor/sets/codeset/regrade?offering={world.a}&problem=c1").text
     assert "<strong>1</strong> submission of c1 would be regraded" in page
-    assert "known only after applying" in page and "would go up" not in page
+    assert "too slow to grade in this page" in page and "would go up" not in page
+    assert "Trial run: grade 1 submission against the current version" in page  # tests/web/test_trial_regrade.py
     assert _snapshot(sessions) == before
