@@ -1,8 +1,12 @@
-"""Text fields of request schemas: a NUL character is refused at the schema, the same way on both backends.
+"""Text fields of request schemas: a NUL character or a lone surrogate is refused at the schema, the same way on
+both backends.
 
 PostgreSQL cannot store NUL in text or JSON columns (psycopg raises DataError, a 500), SQLite can: without this a
 submission with NUL in an answer was accepted everywhere and failed grading only on PostgreSQL. Path, query and
 header values are checked for every route by app.limits.RefuseNul; bodies use these types.
+
+JSON may spell half of a surrogate pair alone (``"\ud800"``): Python keeps it in the string, both databases store
+it escaped, and every page that shows it then fails to encode it (a 500 on the gradebook for one student's answer).
 """
 
 from __future__ import annotations
@@ -14,11 +18,17 @@ from pydantic_core import PydanticCustomError
 
 from graders.input_limits import NUL, NUL_MESSAGE
 
+SURROGATE_MESSAGE = "must be valid Unicode text (a lone surrogate such as \\ud800 is not)"
 
-def refuse_nul(value: str) -> str:
+
+def refuse_unstorable(value: str) -> str:
     if NUL in value:
         raise PydanticCustomError("nul_character", NUL_MESSAGE)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PydanticCustomError("lone_surrogate", SURROGATE_MESSAGE) from None
     return value
 
 
-SafeStr = Annotated[str, AfterValidator(refuse_nul)]
+SafeStr = Annotated[str, AfterValidator(refuse_unstorable)]

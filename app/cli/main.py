@@ -90,7 +90,7 @@ def serve(
     grader = LazyCodeGrader(settings)
     if settings.load_problems_on_start:
         for folder in sorted(p.parent for p in settings.problems_dir.glob("*/problemset.yaml")):
-            problems.load_one(sessions, folder, grader)
+            problems.load_one(sessions, folder, grader, keep_newer=True)
     typer.echo(f"serving on http://{host}:{port} (API docs at /docs); {server_limits.describe(limits)}")
     asgi_app = create_app(settings, code_grader=grader)
     # log_config=None: uvicorn keeps the root logger app.logs configured (JSON lines, no second access log).

@@ -60,13 +60,19 @@ def load(folders: Annotated[list[Path], typer.Argument(help="problem-set folders
     raise typer.Exit(1 if failed else 0)
 
 
-def load_one(sessions: sessionmaker[Session], folder: Path, grader: LazyCodeGrader) -> bool:
-    """Load one folder, printing progress; returns False when it was refused."""
+def load_one(sessions: sessionmaker[Session], folder: Path, grader: LazyCodeGrader, keep_newer: bool = False) -> bool:
+    """Load one folder, printing progress; returns False when it was refused. ``keep_newer``: serve's start-up,
+    where a folder holding an older version leaves the newer one (made on the web) current."""
     typer.echo(f"loading {folder} ...")
     with sessions() as session:
         try:
             version, report, created = service.load_dir(
-                session, root=folder, grader=grader, progress=_progress, max_grading_s=grader.settings.grading_lease_s
+                session,
+                root=folder,
+                grader=grader,
+                progress=_progress,
+                max_grading_s=grader.settings.grading_lease_s,
+                keep_newer=keep_newer,
             )
             session.commit()
         except ProblemSetInvalid as exc:

@@ -10,13 +10,16 @@ known-wrong solutions still lose points.
 
 from __future__ import annotations
 
+import copy
 import io
 from dataclasses import dataclass
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+from ruamel.yaml.tokens import CommentToken
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -27,6 +30,7 @@ from app.errors import Conflict, Invalid
 from app.problemsets.service import get_latest, loaded_version
 from graders.answers.registry import grade_part, normalized_answer
 from graders.answers.specs import TextSpec
+from graders.input_limits import safe_yaml_load
 from graders.model import FillInProblem
 from graders.problemset.archive import pack_files
 from graders.problemset.loader import SET_FILE, LoadedSet
@@ -92,13 +96,23 @@ def _round_trip() -> YAML:
 
 
 def _append(seq: CommentedSeq, value: str) -> None:
-    """Append after the last item, keeping a comment that followed it (it introduces the next key) after the new
-    one."""
+    """Append after the last item. The parser keeps, on the last item, its own end-of-line comment and the comment
+    lines after it (which introduce the next key): the first stays on that item, the lines move after the new one.
+    """
     last = len(seq) - 1
-    trailing = seq.ca.items.pop(last, None) if last >= 0 else None
+    slot = seq.ca.items.get(last) if last >= 0 else None
     seq.append(DoubleQuotedScalarString(value))
-    if trailing is not None:
-        seq.ca.items[len(seq) - 1] = trailing
+    token = slot[0] if slot else None
+    if not isinstance(token, CommentToken):
+        return
+    own, _, following = token.value.partition("\n") if token.value.startswith("#") else ("", "", token.value)
+    if own and slot is not None:
+        slot[0] = CommentToken(own + "\n", token.start_mark)
+    else:
+        del seq.ca.items[last]
+    if following.strip():
+        following = following if following.startswith("\n") else "\n" + following
+        seq.ca.items[len(seq) - 1] = [CommentToken(following, token.start_mark), None, None, None]
 
 
 def _add_to(part: CommentedMap, key: str, value: str) -> None:
@@ -117,13 +131,37 @@ def edited_spec(text: str, problem_index: int, part_index: int, answer: str) -> 
     The text is a stored version's, which passed the loader's YAML limits (no alias bombs) when it was uploaded.
     """
     yaml = _round_trip()
-    data: Any = yaml.load(text)
+    try:
+        data: Any = yaml.load(text)
+    except YAMLError as exc:  # the loader reads more than this parser does: a key given twice, for one
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise Invalid(
+            f"problemset.yaml cannot be edited here ({problem}); add the alias to the file by hand", field="part"
+        ) from exc
     part = data["problems"][problem_index]["parts"][part_index]
     _add_to(part, "answers", answer)
     _add_to(part, "accept", answer)
     out = io.StringIO()
     yaml.dump(data, out)
-    return out.getvalue()
+    edited = out.getvalue()
+    _only_that_part_changed(text, edited, problem_index, part_index, answer)
+    return edited
+
+
+def _only_that_part_changed(before: str, after: str, problem_index: int, part_index: int, answer: str) -> None:
+    """Invalid unless ``after`` reads as ``before`` with ``answer`` added to that one part's lists: a list shared
+    through a YAML anchor (``answers: *common``) or a merge key (``<<: *base``) would take it in every part that
+    uses it."""
+    expected = copy.deepcopy(safe_yaml_load(before))
+    part = expected["problems"][problem_index]["parts"][part_index]
+    for key in ("answers", "accept"):
+        part[key] = [*(part.get(key) or []), answer]
+    if safe_yaml_load(after) != expected:
+        raise Invalid(
+            "this blank's answers are shared with other parts through a YAML anchor or merge key; add the alias to "
+            "problemset.yaml by hand",
+            field="part",
+        )
 
 
 @dataclass(frozen=True)

@@ -284,5 +284,6 @@ def download_version(
     return Response(
         version.archive,
         media_type="application/gzip",
-        headers={"Content-Disposition": f'attachment; filename="{slug}-v{number}.tar.gz"'},
+        # The checks and solutions are in it: no shared cache keeps a copy.
+        headers={"Content-Disposition": f'attachment; filename="{slug}-v{number}.tar.gz"', "Cache-Control": "no-store"},
     )

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.safe_text import SafeStr
+
 
 class ProblemSetSummary(BaseModel):
     id: str
@@ -34,9 +36,9 @@ class AliasRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    problem: str = Field(max_length=64, description="the problem's id, e.g. q3")
-    part: str = Field(max_length=16, description="the blank, e.g. b3")
-    answer: str = Field(min_length=1, max_length=200, description="the answer to accept (compared after the "
+    problem: SafeStr = Field(max_length=64, description="the problem's id, e.g. q3")
+    part: SafeStr = Field(max_length=16, description="the blank, e.g. b3")
+    answer: SafeStr = Field(min_length=1, max_length=200, description="the answer to accept (compared after the "
                         "blank's normalisation, as the gradebook's wrong answers show it)")  # fmt: skip
     offering: int | None = Field(default=None, ge=1, le=2**31 - 1, description="the offering you ask from, "
                                  "when the set is assigned in several of yours")  # fmt: skip

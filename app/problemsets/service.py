@@ -90,6 +90,14 @@ def ingest(
     report = validate_set(loaded, code_grader=grader, progress=progress, max_grading_s=max_grading_s)
     if not report.ok:
         raise ProblemSetRejected(report)
+    if based_on is not None and problem_set is not None:  # again: another edit may have been stored meanwhile
+        newest = _latest(session, problem_set.id)
+        if newest is not None and newest.number != based_on:
+            raise Conflict(
+                f"{loaded.spec.id!r} got version {newest.number} while this edit of version {based_on} was validated; "
+                "reload the gradebook and try again",
+                field="file",
+            )
     try:
         return _store(session, loaded=loaded, problem_set=problem_set, latest=latest, report=report, user_id=user_id)
     except IntegrityError as exc:
@@ -135,19 +143,37 @@ def load_dir(
     grader: CodeGraderLike | None,
     progress: Callable[[str], None] | None = None,
     max_grading_s: float | None = None,
+    keep_newer: bool = False,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
     """Load a set from a folder (serve's shipped sets, `autograder problems load`); it is assigned in the default
     offering the first time, so the demo course has it.
 
-    A folder whose content is an older version of the set than the latest leaves the latest current: that one was
-    made since, on the web (an alias accepted from the gradebook), and a restart of `serve` must not undo it."""
+    ``keep_newer`` (serve's start-up): a folder whose content is an older version of the set than the latest
+    leaves the latest current, since that one was made later on the web (an upload, an alias accepted from the
+    gradebook) and a restart must not undo it. `autograder problems load` stores what the folder holds, as asked.
+    Either way, a folder that replaces a version made on the web says so in the log: that version's edits are not
+    in the folder unless someone brought them back (its archive can be downloaded)."""
     loaded = load_problem_set(root)
-    kept = _newer_than_folder(session, loaded)
-    if kept is not None:
-        return kept, ValidationReport(), False
+    if keep_newer:
+        kept = _newer_than_folder(session, loaded)
+        if kept is not None:
+            return kept, ValidationReport(), False
+    replaced = _latest_of(session, loaded.spec.id)
     out = ingest(session, loaded=loaded, user_id=None, grader=grader, progress=progress, max_grading_s=max_grading_s)
     default_assignment(session, out[0].problem_set)
+    if out[2] and replaced is not None and replaced.created_by_id is not None:
+        log.warning(
+            "%s: version %d from the folder replaces version %d, which was made on the web; if that one's edits "
+            "(an alias accepted from the gradebook) are not in the folder, they are gone from the new version "
+            "(GET /api/v1/problem-sets/%s/versions/%d/archive has them)",
+            loaded.spec.id, out[0].number, replaced.number, loaded.spec.id, replaced.number,
+        )  # fmt: skip
     return out
+
+
+def _latest_of(session: Session, slug: str) -> ProblemSetVersion | None:
+    problem_set = session.scalar(select(ProblemSet).where(ProblemSet.slug == slug))
+    return _latest(session, problem_set.id) if problem_set is not None else None
 
 
 def upload(

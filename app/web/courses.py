@@ -256,10 +256,13 @@ def my_grades(request: Request, offering_id: RowId, user: WebUser, session: WebS
 def student_grades(
     request: Request, offering_id: RowId, user_id: RowId, user: WebUser, session: WebSession
 ) -> Response:
-    """Staff who may read submissions: 303 to the student's page (their row and submissions); your own id: your
-    row; another student or an observer 403, anyone outside the offering 404."""
-    if user_id != user.id and access_for(session, user).can(offering_id, Action.READ_SUBMISSIONS):
-        # The row and the submissions are one staff page now; old links (bookmarks, exported URLs) land there.
+    """Staff who may read submissions: 303 to a student's page (their row and submissions), another member's row
+    here; your own id: your row; another student or an observer 403, anyone outside the offering 404."""
+    member = courses.member_of(session, offering_id, user_id)
+    is_student = member is not None and member.role == MemberRole.STUDENT
+    if user_id != user.id and is_student and access_for(session, user).can(offering_id, Action.READ_SUBMISSIONS):
+        # A student's row and submissions are one staff page now; old links (bookmarks, exported URLs) land there.
+        # Other members (a TA who submits too) keep this page: the students page lists students only.
         return RedirectResponse(f"/offerings/{offering_id}/students/{user_id}", status_code=303)
     return _row_page(request, session, user, offering_id, user_id)
 

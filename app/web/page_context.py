@@ -145,6 +145,7 @@ class SetChoice:
     offering_title: str
     due_at: str | None
     zone: str
+    timed_minutes: str | None = None  # a timed set not started yet: its clock starts when this link is followed
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,7 @@ def set_chooser(session: Session, *, user: User, slug: str, offering_ids: list[i
         due = policy_for(assignment, spec, "", member, started_at=started).deadline
         offering = session.get(Offering, offering_id)
         assert offering is not None  # resolve found an assignment in it
+        unstarted = start_confirm(session, user=user, slug=slug, offering_id=offering_id)
         out.append(
             SetChoice(
                 offering=offering_id,
@@ -174,6 +176,7 @@ def set_chooser(session: Session, *, user: User, slug: str, offering_ids: list[i
                 offering_title=offering.title,
                 due_at=due.isoformat() if due else None,
                 zone=offering.time_zone,
+                timed_minutes=unstarted.minutes if unstarted is not None else None,
             )
         )
     return SetChooser(title=title, choices=out)

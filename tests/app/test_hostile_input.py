@@ -194,3 +194,20 @@ def test_answers_and_code_to_a_fill_in_problem(
         "code",
     ]
     assert _count(sessions, Submission) == 0
+
+
+def test_a_lone_surrogate_is_refused_like_a_nul(
+    client: TestClient, accounts: dict[str, Account], basic_set: str, sessions: Any
+) -> None:
+    """JSON may spell half a surrogate pair alone; stored, it made every page showing the answer a 500."""
+    headers = {**accounts["alice"].headers, "Content-Type": "application/json"}
+    raw = b'{"problem_set": "basic", "problem": "t1", "answers": {"b1": "x\\ud800y"}}'
+    detail = _detail(client.post(SUBMIT, headers=headers, content=raw), 422)
+    assert detail[0]["loc"] == ["body", "answers", "b1"] and detail[0]["type"] == "lone_surrogate", detail
+    files = _multipart(problem_set="basic", problem="t1", answers='{"b1": "x\\ud800y"}')
+    assert _detail(client.post(SUBMIT, headers=accounts["alice"].headers, files=files), 422)[0]["loc"][0] == "body"
+    code = b'{"problem_set": "basic", "problem": "t1", "code": "x = \\"\\udfff\\""}'
+    assert _detail(client.post(SUBMIT, headers=headers, content=code), 422)[0]["loc"] == ["body", "code"]
+    assert _count(sessions, Submission) == 0
+    # The gradebook and its statistics still answer.
+    assert client.get("/api/v1/gradebook/basic/stats", headers=accounts["instructor"].headers).status_code == 200

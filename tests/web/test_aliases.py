@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from app.courses.models import Assignment
-from app.errors import Conflict
+from app.errors import Conflict, Invalid
 from app.problemsets import service as sets
 from app.problemsets.aliases import edited_spec
 from app.problemsets.models import ProblemSetVersion
@@ -113,7 +113,7 @@ def test_one_click_makes_a_validated_version_and_links_to_the_regrade(client, ac
 
     # The folder it came from is version 1: loading it again (serve's start-up) keeps version 2 current.
     with sessions() as session:
-        kept, _, created = sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+        kept, _, created = sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None, keep_newer=True)
         assert (kept.number, created) == (2, False)
         session.commit()
     assert _versions(sessions) == [1, 2]
@@ -232,3 +232,90 @@ def test_the_api_adds_an_alias_too(client, accounts, basic_set, sessions):  # ty
     assert _versions(sessions) == [1, 2]
     # Submissions graded before keep their score until regraded; a new one is graded against version 2.
     assert submit(client, accounts["bob"], "t1", {"b1": "编码部分", "b2": "32"})["score"] == 3
+
+
+def test_a_lists_own_comment_stays_and_the_lines_after_it_follow_the_new_alias() -> None:
+    text = "problems:\n  - id: q\n    parts:\n      - kind: text\n        answers:\n          - a   # one\n" \
+        "          - b   # two\n        # about the regex\n        regex: x\n"  # fmt: skip
+    lines = edited_spec(text, 0, 0, "NEW").splitlines()
+    assert lines[5:9] == [
+        "          - a   # one",
+        "          - b   # two",
+        '          - "NEW"',
+        "        # about the regex",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an anchored list used by a second blank
+        "problems:\n  - id: q\n    parts:\n      - kind: text\n        answers: &same [a]\n"
+        "      - kind: text\n        answers: *same\n",
+        # a part built from a merge key: the shared mapping holds the list
+        "base: &base {kind: text, answers: [a]}\nproblems:\n  - id: q\n    parts:\n      - <<: *base\n"
+        "      - <<: *base\n",
+    ],
+    ids=["anchor", "merge-key"],
+)
+def test_a_list_shared_with_other_blanks_is_refused(text: str) -> None:
+    with pytest.raises(Invalid, match="shared with other parts through a YAML anchor"):
+        edited_spec(text, 0, 0, "NEW")
+
+
+def test_a_file_the_round_trip_parser_cannot_read_is_refused_not_a_500(client, accounts, sessions, tmp_path):  # type: ignore[no-untyped-def]
+    folder = shutil.copytree(FIXTURE_SETS / "basic", tmp_path / "basic")
+    spec = folder / "problemset.yaml"
+    # PyYAML (the loader) takes the last of a key given twice; the round-trip parser refuses the file.
+    spec.write_text(spec.read_text(encoding="utf-8").replace('version: "1"', 'version: "1"\nversion: "2"'))
+    with sessions() as session:
+        sets.load_dir(session, root=folder, grader=None)
+        session.commit()
+    token = login(client, accounts["instructor"])
+    resp = client.post("/instructor/sets/basic/aliases",
+                       data={"problem": "t1", "part": "b1", "answer": "编码部分", "csrf_token": token})  # fmt: skip
+    assert resp.status_code == 422 and "cannot be edited here" in unescape(resp.text)
+    api = client.post("/api/v1/problem-sets/basic/aliases", headers=accounts["instructor"].headers,
+                      json={"problem": "t1", "part": "b1", "answer": "编码部分"})  # fmt: skip
+    assert api.status_code == 422 and "add the alias to the file by hand" in api.text
+    assert _versions(sessions) == [1]
+
+
+def test_two_quick_clicks_never_lose_an_alias(client, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
+    """Two answers accepted one right after the other: either the second click was made from the version the first
+    stored (both aliases in version 3), or both were made from version 1 and the second is refused with a reason;
+    never a version 3 that dropped the first alias."""
+    _wrong_answers_given(client, accounts)
+    token = login(client, accounts["instructor"])
+    pages = []
+    for answer in ("编码部分", "编码模块"):
+        form = {"problem": "t1", "part": "b1", "answer": answer, "csrf_token": token}
+        pages.append(client.post("/instructor/sets/basic/aliases", data=form, follow_redirects=False))
+    reports = [unescape(_finish(client, page.headers["location"])) for page in pages]
+    with sessions() as session:
+        latest = sets.get_latest(session, "basic")
+        loaded = sets.loaded_version(client.app.state.settings, latest)
+    problem = loaded.spec.problem("t1")
+    assert isinstance(problem, FillInProblem) and isinstance(problem.parts[0], TextSpec)
+    accepted = [grade_part(answer, problem.parts[0]).correct for answer in ("编码部分", "编码模块")]
+    if _versions(sessions) == [1, 2, 3]:
+        assert accepted == [True, True], reports
+    else:
+        assert _versions(sessions) == [1, 2] and accepted.count(True) == 1
+        assert any(re.search(r"has a newer version than 1|got version 2 while this edit of version 1", r)
+                   for r in reports), reports  # fmt: skip
+
+
+def test_a_folder_change_after_a_web_alias_is_logged_and_load_stores_the_folder(
+    client, accounts, basic_set, sessions, tmp_path, caplog
+):  # type: ignore[no-untyped-def]
+    added = client.post("/api/v1/problem-sets/basic/aliases", headers=accounts["instructor"].headers,
+                        json={"problem": "t1", "part": "b1", "answer": "编码部分"})  # fmt: skip
+    assert added.status_code == 201
+    with sessions() as session:
+        # `autograder problems load` of the unchanged folder stores it as asked (serve's start-up would keep v2).
+        version, _, created = sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+        assert (version.number, created) == (3, True)
+        session.commit()
+    assert "replaces version 2, which was made on the web" in caplog.text
+    assert _versions(sessions) == [1, 2, 3]

@@ -46,6 +46,8 @@ def test_a_set_in_two_offerings_asks_which(client, world: World, sessions) -> No
     client.cookies.set("tz", "Europe/Paris")
     assert "2031-03-04 16:30 Europe/Paris" in client.get("/sets/basic").text
 
+    # The timed one says so before it is opened (the link starts its clock); A's is not timed.
+    assert page.text.count("minutes, starting when you open it") == 1
     # Choosing opens nothing: B's timed clock has not started; the chosen link opens the set and starts it.
     with sessions() as session:
         assert clock.started_at(session, session.get(Assignment, world.assignment_b), alice.id) is None
@@ -54,6 +56,7 @@ def test_a_set_in_two_offerings_asks_which(client, world: World, sessions) -> No
     assert f'name="offering" value="{world.b}"' in chosen.text
     with sessions() as session:
         assert clock.started_at(session, session.get(Assignment, world.assignment_b), alice.id) is not None
+    assert "starting when you open it" not in client.get("/sets/basic").text  # started: nothing to warn of
 
 
 def test_the_api_names_the_offerings_to_pass(client, world: World, sessions) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
