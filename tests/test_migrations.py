@@ -50,3 +50,33 @@ def test_models_match_the_migrations(empty_database: str) -> None:
     finally:
         engine.dispose()
     assert diff == [], f"models and migrations differ; write a migration: {diff}"
+
+
+def test_a_sqlite_table_rebuild_cascades_into_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """SQLite drops a column by rebuilding the table: with foreign keys on, dropping the old "user" table deleted
+    every row that references it (memberships, tokens). Migrations run with them off and check them after."""
+    from sqlalchemy import text
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                'INSERT INTO "user" (id, email, display_name, role, password_hash, is_active, created_at) '
+                "VALUES (7, 'u@x.org', '', 'user', 'h', true, CURRENT_TIMESTAMP)"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO api_token (user_id, name, prefix, token_hash, scopes, created_at) "
+                "VALUES (7, 't', 'agt_', 'x', '[]', CURRENT_TIMESTAMP)"
+            )
+        )
+    engine.dispose()
+    downgrade(url, "d2a4c6e8f0b1")  # the step before user.locale: "user" is rebuilt without the column
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM api_token WHERE user_id = 7")).scalar() == 1
+        assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1  # the app's connections still enforce them
+    engine.dispose()
