@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -52,6 +53,20 @@ templates.env.filters["score"] = _score
 templates.env.filters["feedback_summary"] = pass_context(
     lambda context, checks: summarize(checks, i18n.translations(context.get("locale") or i18n.DEFAULT_LOCALE))
 )
+
+
+def back_path(request: Request) -> str:
+    """Where the language switcher returns to: this page, or for a page that answers a form (a refusal shown at
+    the form's POST-only address) the page the form was on, from a same-site Referer; else the home page."""
+    if request.method in ("GET", "HEAD"):
+        return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    referer = urlsplit(request.headers.get("referer", ""))
+    if referer.netloc == request.url.netloc and referer.path.startswith("/"):
+        return referer.path + (f"?{referer.query}" if referer.query else "")
+    return "/"
+
+
+templates.env.globals["back_path"] = back_path
 
 
 def render_fragment(request: Request, template: str, **context: Any) -> str:

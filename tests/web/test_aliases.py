@@ -319,3 +319,17 @@ def test_a_folder_change_after_a_web_alias_is_logged_and_load_stores_the_folder(
         session.commit()
     assert "replaces version 2, which was made on the web" in caplog.text
     assert _versions(sessions) == [1, 2, 3]
+
+
+def test_the_language_switcher_on_a_refusal_returns_to_the_gradebook(client, accounts, basic_set):  # type: ignore[no-untyped-def]
+    """A refusal is shown at the form's POST-only address: the switcher must lead back to the page it came from,
+    not to an address that answers 405."""
+    token = login(client, accounts["instructor"])
+    gradebook = "http://testserver/instructor/sets/basic/gradebook?offering=1"
+    resp = client.post("/instructor/sets/basic/aliases", headers={"Referer": gradebook},
+                       data={"problem": "t1", "part": "b1", "answer": "decoder", "csrf_token": token})  # fmt: skip
+    assert resp.status_code == 409
+    assert 'name="next" value="/instructor/sets/basic/gradebook?offering=1"' in resp.text
+    other_site = client.post("/instructor/sets/basic/aliases", headers={"Referer": "https://evil.example/x"},
+                             data={"problem": "t1", "part": "b1", "answer": "decoder", "csrf_token": token})  # fmt: skip
+    assert 'name="next" value="/"' in other_site.text
