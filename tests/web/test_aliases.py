@@ -330,6 +330,6 @@ def test_the_language_switcher_on_a_refusal_returns_to_the_gradebook(client, acc
                        data={"problem": "t1", "part": "b1", "answer": "decoder", "csrf_token": token})  # fmt: skip
     assert resp.status_code == 409
     assert 'name="next" value="/instructor/sets/basic/gradebook?offering=1"' in resp.text
-    other_site = client.post("/instructor/sets/basic/aliases", headers={"Referer": "https://evil.example/x"},
-                             data={"problem": "t1", "part": "b1", "answer": "decoder", "csrf_token": token})  # fmt: skip
+    form = {"problem": "t1", "part": "b1", "answer": "decoder", "csrf_token": token}
+    other_site = client.post("/instructor/sets/basic/aliases", headers={"Referer": "https://evil.example/x"}, data=form)
     assert 'name="next" value="/"' in other_site.text
