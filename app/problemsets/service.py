@@ -102,8 +102,9 @@ def ingest(
         return _store(session, loaded=loaded, problem_set=problem_set, latest=latest, report=report, user_id=user_id)
     except IntegrityError as exc:
         session.rollback()
+        again = "reload the gradebook and try again" if based_on is not None else "upload again"
         raise Conflict(
-            f"another version of {loaded.spec.id!r} was stored at the same moment; upload again", field="file"
+            f"another version of {loaded.spec.id!r} was stored at the same moment; {again}", field="file"
         ) from exc
 
 
