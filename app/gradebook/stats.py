@@ -24,6 +24,7 @@ from app.gradebook.schemas import (
     WrongAnswer,
 )
 from app.gradebook.service import counted_rule
+from app.problemsets.aliases import is_known_wrong
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import spec_of
 from app.submissions.models import CheckResultRow, Submission
@@ -220,9 +221,7 @@ def _accepted_now(answer: str, spec: AnswerSpec | None) -> bool | None:
 def _known_wrong(answer: str, spec: AnswerSpec | None) -> bool:
     """Whether the current version lists ``answer`` among its known-wrong examples (``reject``): the instructor
     said so, so the page offers no alias for it."""
-    if spec is None or isinstance(spec, SymbolicSpec):
-        return False
-    return any(normalized_answer(r, spec) == answer for r in spec.reject)
+    return spec is not None and not isinstance(spec, SymbolicSpec) and is_known_wrong(answer, spec)
 
 
 def _part_specs(session: Session, version_id: int) -> dict[str, dict[str, AnswerSpec]]:

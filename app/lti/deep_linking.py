@@ -21,11 +21,10 @@ from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.models import Offering
 from app.gradebook.attempts import columns
-from app.lti.adapters import CollectingCookies, DatabaseToolConf, FastApiMessageLaunch, PlainRequest, SingleUseNonces
 from app.lti.keys import KeyStore
 from app.lti.storage import DatabaseLaunchStorage
 from app.lti.tool import DL_CLAIM as DL_SETTINGS
-from app.lti.tool import LaunchRefused
+from app.lti.tool import LaunchRefused, launch_from_cache
 from app.problemsets.models import ProblemSet
 
 
@@ -51,13 +50,8 @@ def respond(
     launch_url: str,
 ) -> DeepLinkResponse:  # fmt: skip
     """The signed response for the deep-linking launch ``launch_id`` (kept by pylti1p3's storage at the launch)."""
-    request = PlainRequest(params={}, cookies={}, secure=True)
-    storage = DatabaseLaunchStorage(factory)
     try:
-        launch = FastApiMessageLaunch.from_cache(
-            launch_id, request, DatabaseToolConf(factory, keys), session_service=SingleUseNonces(request, storage),
-            cookie_service=CollectingCookies(request),
-        )  # fmt: skip
+        launch = launch_from_cache(factory, keys, launch_id)
         deep_link = launch.get_deep_link()
     except LtiException as exc:
         raise LaunchRefused(
@@ -65,7 +59,7 @@ def respond(
         ) from exc
     # One answer per launch, kept on the server: the session cookie that names the launch is signed but not
     # revocable, so a copy of it from before the answer must not get a second signed response.
-    if not storage.consume(launch_id):
+    if not DatabaseLaunchStorage(factory).consume(launch_id):
         raise LaunchRefused("this deep-linking launch was answered already; open the tool from the LMS again")
     settings = launch.get_launch_data().get(DL_SETTINGS)
     return_url = return_url_of(settings if isinstance(settings, dict) else {})

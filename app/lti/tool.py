@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pylti1p3.exception import LtiException, OIDCException
+from pylti1p3.message_launch import MessageLaunch
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.errors import DomainError
@@ -118,16 +119,23 @@ def validate_launch(
     return claims_of(body, launch_id)
 
 
-def cached_launch(factory: sessionmaker[Session], keys: KeyStore, launch_id: str) -> Launch:
-    """A launch validated earlier in this browser's session, as pylti1p3's storage keeps it (an hour at most)."""
+def launch_from_cache(
+    factory: sessionmaker[Session], keys: KeyStore, launch_id: str
+) -> MessageLaunch[Any, Any, Any, Any]:
+    """pylti1p3's launch ``launch_id`` as its storage kept it at the launch (an hour at most); LtiException when
+    it is over or unknown."""
     request = _request({}, {}, True)
     storage = DatabaseLaunchStorage(factory)
+    return FastApiMessageLaunch.from_cache(
+        launch_id, request, DatabaseToolConf(factory, keys), session_service=SingleUseNonces(request, storage),
+        cookie_service=CollectingCookies(request),
+    )  # fmt: skip
+
+
+def cached_launch(factory: sessionmaker[Session], keys: KeyStore, launch_id: str) -> Launch:
+    """A launch validated earlier in this browser's session, as pylti1p3's storage keeps it (an hour at most)."""
     try:
-        launch = FastApiMessageLaunch.from_cache(
-            launch_id, request, DatabaseToolConf(factory, keys), session_service=SingleUseNonces(request, storage),
-            cookie_service=CollectingCookies(request),
-        )  # fmt: skip
-        body: dict[str, Any] = dict(launch.get_launch_data())
+        body: dict[str, Any] = dict(launch_from_cache(factory, keys, launch_id).get_launch_data())
     except LtiException as exc:
         raise LaunchRefused(f"this launch is over or unknown ({exc}); open the tool from the LMS again") from exc
     return claims_of(body, launch_id)

@@ -29,7 +29,7 @@ from app.courses.permissions import Action
 from app.errors import Conflict, Invalid
 from app.problemsets.service import get_latest, loaded_version
 from graders.answers.registry import grade_part, normalized_answer
-from graders.answers.specs import TextSpec
+from graders.answers.specs import AnswerSpec, TextSpec
 from graders.input_limits import safe_yaml_load
 from graders.model import FillInProblem
 from graders.problemset.archive import pack_files
@@ -67,24 +67,29 @@ def _part_index(loaded: LoadedSet, alias: Alias) -> tuple[int, int, TextSpec]:
     raise Invalid(f"no problem {alias.problem_id!r} in {loaded.spec.id!r}", field="problem")
 
 
-def check_alias(loaded: LoadedSet, alias: Alias) -> TextSpec:
-    """The text part the alias would join; Invalid or Conflict when adding it makes no sense."""
+def is_known_wrong(answer: str, part: AnswerSpec) -> bool:
+    """Whether ``answer`` reads as one of the part's known-wrong examples (``reject``): the instructor said so."""
+    normal = normalized_answer(answer, part)
+    return any(normalized_answer(example, part) == normal for example in part.reject)
+
+
+def check_alias(loaded: LoadedSet, alias: Alias) -> tuple[int, int, TextSpec]:
+    """(problem index, part index, the text part) the alias would join; Invalid or Conflict when adding it makes
+    no sense."""
     answer = alias.answer.strip()
     if not answer or len(answer) > MAX_ALIAS_CHARS or "\n" in answer:
         raise Invalid(f"an alias is one line of 1 to {MAX_ALIAS_CHARS} characters", field="answer")
-    _, _, part = _part_index(loaded, alias)
+    i, j, part = _part_index(loaded, alias)
     where = f"{alias.problem_id} {alias.part_id}"
     if grade_part(answer, part).correct:
         raise Conflict(f"{answer!r} is already accepted for {where} by this version: regrade to give the points")
-    normal = normalized_answer(answer, part)
-    for known_wrong in part.reject:
-        if normalized_answer(known_wrong, part) == normal:
-            raise Conflict(
-                f"{answer!r} is listed under reject for {where} (a known-wrong answer the instructor wrote); "
-                "edit problemset.yaml to change that",
-                field="answer",
-            )
-    return part
+    if is_known_wrong(answer, part):
+        raise Conflict(
+            f"{answer!r} is listed under reject for {where} (a known-wrong answer the instructor wrote); "
+            "edit problemset.yaml to change that",
+            field="answer",
+        )
+    return i, j, part
 
 
 def _round_trip() -> YAML:
@@ -191,8 +196,7 @@ def prepare(
 
 def with_alias(loaded: LoadedSet, alias: Alias) -> bytes:
     """The tar.gz of a new version: ``loaded``'s files with the alias in problemset.yaml (checked first)."""
-    check_alias(loaded, alias)
-    i, j, _ = _part_index(loaded, alias)
+    i, j, _ = check_alias(loaded, alias)
     files = dict(loaded.files)
     files[SET_FILE] = edited_spec(loaded.text(SET_FILE), i, j, alias.answer.strip()).encode("utf-8")
     return pack_files(files)

@@ -155,11 +155,9 @@ def load_dir(
     Either way, a folder that replaces a version made on the web says so in the log: that version's edits are not
     in the folder unless someone brought them back (its archive can be downloaded)."""
     loaded = load_problem_set(root)
-    if keep_newer:
-        kept = _newer_than_folder(session, loaded)
-        if kept is not None:
-            return kept, ValidationReport(), False
     replaced = _latest_of(session, loaded.spec.id)
+    if keep_newer and replaced is not None and _folder_is_older(session, loaded, replaced):
+        return replaced, ValidationReport(), False
     out = ingest(session, loaded=loaded, user_id=None, grader=grader, progress=progress, max_grading_s=max_grading_s)
     default_assignment(session, out[0].problem_set)
     if out[2] and replaced is not None and replaced.created_by_id is not None:
@@ -226,25 +224,24 @@ def gate_files(loaded: LoadedSet) -> int:
     return count
 
 
-def _newer_than_folder(session: Session, loaded: LoadedSet) -> ProblemSetVersion | None:
-    """The latest version of ``loaded``'s set when ``loaded`` is the content of an older one, else None."""
-    problem_set = session.scalar(select(ProblemSet).where(ProblemSet.slug == loaded.spec.id))
-    latest = _latest(session, problem_set.id) if problem_set is not None else None
-    if problem_set is None or latest is None or latest.content_hash == loaded.content_hash:
-        return None
+def _folder_is_older(session: Session, loaded: LoadedSet, latest: ProblemSetVersion) -> bool:
+    """Whether ``loaded`` is the content of a version older than ``latest`` (logged: the latest stays current)."""
+    if latest.content_hash == loaded.content_hash:
+        return False
     older = session.scalar(
         select(ProblemSetVersion.number).where(
-            ProblemSetVersion.problem_set_id == problem_set.id, ProblemSetVersion.content_hash == loaded.content_hash
+            ProblemSetVersion.problem_set_id == latest.problem_set_id,
+            ProblemSetVersion.content_hash == loaded.content_hash,
         )
     )
     if older is None:
-        return None
+        return False
     log.warning(
         "%s: the folder holds version %d; version %d, made since on the web, stays current (download it to update "
         "the folder: GET /api/v1/problem-sets/%s/versions/%d/archive)",
         loaded.spec.id, older, latest.number, loaded.spec.id, latest.number,
     )  # fmt: skip
-    return latest
+    return True
 
 
 def _latest(session: Session, problem_set_id: int) -> ProblemSetVersion | None:

@@ -49,6 +49,17 @@ def _submit(client, problem: str, answers: dict[str, str]) -> dict[str, Any]:  #
     return dict(resp.json())
 
 
+def _due_a_day_and_a_half_ago(client, sessions) -> int:  # type: ignore[no-untyped-def]
+    """The linked assignment, due 1.5 days ago with 20 % a day off (two days late, as late days round up)."""
+    with sessions() as s:
+        assignment_id = s.scalar(select(LtiResourceLink.assignment_id))
+    due = (datetime.now(UTC) - timedelta(days=1.5)).isoformat()
+    changed = client.patch(f"/api/v1/assignments/{assignment_id}",
+                           json={"due_at": due, "late_penalty_per_day": 0.2, "max_late_days": 10})  # fmt: skip
+    assert changed.status_code == 200, changed.text
+    return int(assignment_id)
+
+
 def test_launch_submit_grade_passback(lti_client, platform, sessions, basic_set) -> None:  # type: ignore[no-untyped-def]
     item_url = platform.add_lineitem("Homework 1", 8.0, "rl-1")
     item = item_url.rsplit("/", 1)[1]
@@ -150,12 +161,7 @@ def test_a_regrade_under_a_late_penalty_posts_the_new_score(lti_client, platform
     assert _scores(lti_client, platform, item, 1)[0]["scoreGiven"] == 2.0
     lti_client.cookies.clear()
     lti_client.cookies.update(teacher_cookies)
-    with sessions() as s:
-        assignment_id = s.scalar(select(LtiResourceLink.assignment_id))
-    due = (datetime.now(UTC) - timedelta(days=1.5)).isoformat()
-    changed = lti_client.patch(f"/api/v1/assignments/{assignment_id}",
-                               json={"due_at": due, "late_penalty_per_day": 0.2, "max_late_days": 10})  # fmt: skip
-    assert changed.status_code == 200, changed.text
+    _due_a_day_and_a_half_ago(lti_client, sessions)
     assert lti_client.post(f"/api/v1/submissions/{sub['id']}/regrade").status_code in (200, 202)
     again = _scores(lti_client, platform, item, 2)
     assert again[-1]["scoreGiven"] == pytest.approx(1.2)  # 2 points, two days late at 20 % a day
@@ -169,12 +175,7 @@ def test_an_override_reposts_the_students_score(lti_client, platform, sessions, 
     item = item_url.rsplit("/", 1)[1]
     _course(lti_client, platform, lineitem=item_url)
     teacher_cookies = dict(lti_client.cookies)
-    with sessions() as s:
-        assignment_id = s.scalar(select(LtiResourceLink.assignment_id))
-    due = (datetime.now(UTC) - timedelta(days=1.5)).isoformat()
-    changed = lti_client.patch(f"/api/v1/assignments/{assignment_id}",
-                               json={"due_at": due, "late_penalty_per_day": 0.2, "max_late_days": 10})  # fmt: skip
-    assert changed.status_code == 200, changed.text
+    assignment_id = _due_a_day_and_a_half_ago(lti_client, sessions)
     _as_student(lti_client, platform, lineitem=item_url)
     _submit(lti_client, "t2", {"b1": "B"})
     assert _scores(lti_client, platform, item, 1)[0]["scoreGiven"] == pytest.approx(1.2)
