@@ -3,11 +3,31 @@
 ``field`` names the input at fault and ``location`` where it came from (body, query, path or header), so the
 response's ``loc`` is ``[location, field]`` (``[location]`` for ``field=""``: the whole body is at fault, and
 ``[]`` without a field); ``type`` is the stable code a client can branch on.
+
+A message the pages show in the viewer's language is marked with ``N_`` and written as a template with
+``%(name)s`` placeholders, its values in ``params``: ``Conflict(N_("pinned to version %(version)s"),
+params={"version": 3})``. The API answers the English ``message``; a page translates ``template`` through its
+catalog and fills in the same values (app.web.i18n.error_text, which also shows a datetime in the viewer's zone).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
+
+
+def N_(message: str) -> str:
+    """Marks a message for the pages' catalogs (gettext's convention: ``make i18n`` extracts it); a page translates
+    it where it shows it."""
+    return message
+
+
+def english(value: object) -> str:
+    """A template value as the API's English message writes it (a datetime: minutes, in UTC)."""
+    if isinstance(value, datetime):
+        return f"{value:%Y-%m-%d %H:%M} UTC"
+    return str(value)
 
 
 class DomainError(Exception):
@@ -15,8 +35,13 @@ class DomainError(Exception):
     type = "bad_request"
 
     def __init__(
-        self, message: str, *, field: str | None = None, extra: dict[str, Any] | None = None, location: str = "body"
-    ) -> None:
+        self, message: str, *, field: str | None = None, extra: dict[str, Any] | None = None, location: str = "body",
+        params: Mapping[str, object] | None = None,
+    ) -> None:  # fmt: skip
+        self.template = message
+        self.params = dict(params or {})
+        if self.params:
+            message = message % {name: english(value) for name, value in self.params.items()}
         super().__init__(message)
         self.message = message
         self.field = field

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.courses.models import MemberRole, Membership, MemberStatus, Offering
 from app.courses.permissions import STAFF_ROLES, Action, allowed
-from app.errors import Forbidden, NotFound
+from app.errors import N_, Forbidden, NotFound
 from app.users.models import User
 
 
@@ -46,7 +46,9 @@ class Access:
         if role is None:
             raise NotFound(missing)
         if not self.can(offering_id, action):
-            raise Forbidden(f"your role in this offering ({role}) does not allow this ({action})")
+            raise Forbidden(N_("your role in this offering (%(role)s) does not allow this (%(action)s)"),
+                            params={"role": role, "action": action})  # fmt: skip
+
         return role
 
     def offerings(self, action: Action) -> set[int]:

@@ -28,7 +28,7 @@ from app.courses.models import (
 from app.courses.permissions import Action
 from app.courses.policy import check_problem_policies
 from app.db import utcnow
-from app.errors import Conflict, Forbidden, Invalid, NotFound
+from app.errors import N_, Conflict, Forbidden, Invalid, NotFound
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.users.models import User
 
@@ -145,7 +145,7 @@ def enroll(
     """Add (or update) a member by email; linked to the account when there is one, else pending (invited)."""
     email = email.strip().lower()
     if "@" not in email or len(email) > 254:
-        raise Invalid(f"{email!r} is not an email address", field="email")
+        raise Invalid(N_("%(email)s is not an email address"), field="email", params={"email": repr(email)})
     user = session.scalar(select(User).where(User.email == email))
     member = session.scalar(select(Membership).where(Membership.offering_id == offering.id, Membership.email == email))
     if member is None:
@@ -189,7 +189,7 @@ def set_member(
         member.role = role
     if status is not None:
         if status == MemberStatus.ACTIVE and member.user_id is None:
-            raise Invalid("a member without an account stays invited until they log in", field="status")
+            raise Invalid(N_("a member without an account stays invited until they log in"), field="status")
         member.status = status
     if section is not None:
         member.section = section.strip()
@@ -208,15 +208,15 @@ def join(session: Session, *, user: User, code: str) -> Membership:
     """Self-enrolment as a student with the offering's join code, until its cut-off."""
     offering = session.scalar(select(Offering).where(Offering.join_code == code.strip().upper()))
     if offering is None or not offering.join_enabled:
-        raise NotFound("no offering takes this join code", field="code")
+        raise NotFound(N_("no offering takes this join code"), field="code")
     if offering.self_join_until is not None and utcnow() > offering.self_join_until:
-        raise Forbidden("self-enrolment in this offering has closed; ask the instructor to add you")
+        raise Forbidden(N_("self-enrolment in this offering has closed; ask the instructor to add you"))
     existing = session.scalar(
         select(Membership).where(Membership.offering_id == offering.id, Membership.email == user.email)
     )
     if existing is not None:
         if existing.status == MemberStatus.DROPPED:
-            raise Forbidden("you were dropped from this offering; ask the instructor to add you again")
+            raise Forbidden(N_("you were dropped from this offering; ask the instructor to add you again"))
         existing.user_id, existing.status = user.id, MemberStatus.ACTIVE
         session.flush()
         return existing
@@ -250,7 +250,8 @@ def assign(session: Session, *, offering: Offering, problem_set: ProblemSet, **p
         select(Assignment).where(Assignment.offering_id == offering.id, Assignment.problem_set_id == problem_set.id)
     )
     if existing is not None:
-        raise Conflict(f"{problem_set.slug!r} is already assigned in this offering", field="problem_set")
+        raise Conflict(N_("%(set)s is already assigned in this offering"), field="problem_set",
+                       params={"set": repr(problem_set.slug)})  # fmt: skip
     latest = _latest_version(session, problem_set.id)
     shown = EXPLANATIONS.get((latest.spec if latest else {}).get("show_explanations", ""), Release.IMMEDIATELY)
     assignment = Assignment(
@@ -283,17 +284,17 @@ def update_assignment(session: Session, assignment: Assignment, **policy: Any) -
 
 def _check_policy(session: Session, a: Assignment) -> None:
     if a.open_at and a.due_at and a.due_at <= a.open_at:
-        raise Invalid("due_at must be after open_at", field="due_at")
+        raise Invalid(N_("due_at must be after open_at"), field="due_at")
     if a.max_attempts is not None and a.max_attempts < 1:
-        raise Invalid("max_attempts must be at least 1 (leave it out for unlimited)", field="max_attempts")
+        raise Invalid(N_("max_attempts must be at least 1 (leave it out for unlimited)"), field="max_attempts")
     if a.time_limit_min is not None and a.time_limit_min < 1:
-        raise Invalid("time_limit_min is at least 1 minute (leave it out for untimed)", field="time_limit_min")
+        raise Invalid(N_("time_limit_min is at least 1 minute (leave it out for untimed)"), field="time_limit_min")
     if a.cooldown_s < 0:
-        raise Invalid("cooldown_s cannot be negative", field="cooldown_s")
+        raise Invalid(N_("cooldown_s cannot be negative"), field="cooldown_s")
     if not 0.0 <= a.decay_per_attempt <= 1.0:
-        raise Invalid("decay_per_attempt is a fraction between 0 and 1", field="decay_per_attempt")
+        raise Invalid(N_("decay_per_attempt is a fraction between 0 and 1"), field="decay_per_attempt")
     if a.late_penalty_per_day is not None and not 0.0 <= a.late_penalty_per_day <= 1.0:
-        raise Invalid("late_penalty_per_day is a fraction between 0 and 1", field="late_penalty_per_day")
+        raise Invalid(N_("late_penalty_per_day is a fraction between 0 and 1"), field="late_penalty_per_day")
     if a.counts not in set(Counts):
         raise Invalid(f"counts must be one of {[c.value for c in Counts]}", field="counts")
     for key in ("release_scores", "release_feedback", "release_explanation", "release_answer_key"):
@@ -302,7 +303,7 @@ def _check_policy(session: Session, a: Assignment) -> None:
     if a.pinned_version_id is not None:
         version = session.get(ProblemSetVersion, a.pinned_version_id)
         if version is None or version.problem_set_id != a.problem_set_id:
-            raise Invalid("the pinned version is not a version of this set", field="pinned_version")
+            raise Invalid(N_("the pinned version is not a version of this set"), field="pinned_version")
     check_problem_policies(a.problem_policies or {})
 
 
@@ -425,7 +426,8 @@ def find_member(session: Session, offering: Offering, *, member_id: int | None, 
         )
     )
     if member is None:
-        raise NotFound(f"{email!r} is not on this offering's roster", field="email")
+        raise NotFound(N_("%(email)s is not on this offering's roster"), field="email", params={"email": repr(email)})
+
     return member
 
 
@@ -443,7 +445,7 @@ def set_override(
 ) -> Override:
     """One override per member (or per section) of an assignment: a second one for the same target replaces it."""
     if (member is None) == (not section):
-        raise Invalid("give a member (id or email) or a section, not both", field="member")
+        raise Invalid(N_("give a member (id or email) or a section, not both"), field="member")
     existing = next(
         (
             o

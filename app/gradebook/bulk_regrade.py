@@ -19,7 +19,7 @@ from app.courses.access import Access
 from app.courses.models import Assignment
 from app.courses.penalties import Penalties, grading_penalties
 from app.courses.permissions import Action
-from app.errors import Invalid, NotFound
+from app.errors import N_, Invalid, NotFound
 from app.gradebook.attempts import EPS
 from app.gradebook.models import RegradeBatch
 from app.gradebook.service import requeue
@@ -84,7 +84,11 @@ def select_for_regrade(
     version = courses.version_of(session, found.assignment)
     problems = {p["id"] for p in version.spec.get("problems", [])}
     if problem_id not in problems:
-        raise Invalid(f"no problem {problem_id!r} in {slug!r}; expected one of {sorted(problems)}", field="problem")
+        raise Invalid(
+            N_("no problem %(problem)s in %(set)s; expected one of %(problems)s"), field="problem",
+            params={"problem": repr(problem_id), "set": repr(slug), "problems": sorted(problems)},
+        )  # fmt: skip
+
     query = (
         select(Submission)
         .where(Submission.assignment_id == found.assignment.id, Submission.problem_id == problem_id)
@@ -206,7 +210,8 @@ def start(session: Session, *, selection: Selection, user: User) -> RegradeBatch
     against) and record the batch with each score before; committed here, so the caller can wake the workers
     (one job per submission)."""
     if not selection.submissions:
-        raise Invalid("the selection holds no submission to regrade", field="problem")
+        raise Invalid(N_("the selection holds no submission to regrade"), field="problem")
+
     for sub in selection.submissions:
         sub.problem_set_version = selection.version
         requeue(sub)

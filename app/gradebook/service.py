@@ -16,7 +16,7 @@ from app.courses.access import Access
 from app.courses.models import Assignment
 from app.courses.permissions import Action
 from app.courses.policy import policy_for
-from app.errors import Conflict, Invalid, NotFound
+from app.errors import N_, Conflict, Invalid, NotFound
 from app.gradebook.attempts import EPS, best_attempts, columns, load_attempts, students
 from app.gradebook.schemas import AwaitingManual, Gradebook, GradeCell, ProblemColumn, StudentRow
 from app.lti.passback import queue_score
@@ -223,13 +223,15 @@ def manual_grade(
     """Record an instructor's score and feedback; returns (grade, the rubric maximum it was checked against)."""
     sub = _graded_here(session, access, submission_id)
     if sub.grade is None:
-        raise NotFound(
-            f"submission {submission_id} has no grade yet; wait for automatic grading", field="submission_id"
-        )
+        raise NotFound(N_("submission %(id)s has no grade yet; wait for automatic grading"), field="submission_id",
+                       params={"id": submission_id})  # fmt: skip
     limit = rubric_points(sub)
     if not 0.0 <= manual_score <= limit + EPS:
-        reason = "this problem has no rubric, so it must be 0" if limit == 0 else f"the rubric is worth {limit:g}"
-        raise Invalid(f"manual_score must be between 0 and {limit:g} ({reason})", field="manual_score")
+        if limit == 0:
+            raise Invalid(N_("manual_score must be between 0 and 0 (this problem has no rubric, so it must be 0)"),
+                          field="manual_score")  # fmt: skip
+        raise Invalid(N_("manual_score must be between 0 and %(limit)s (the rubric is worth %(limit)s)"),
+                      field="manual_score", params={"limit": f"{limit:g}"})  # fmt: skip
     sub.grade.manual_score = manual_score
     sub.grade.manual_feedback = feedback.strip() or None
     sub.grade.manual_graded_by_id = grader.id
@@ -243,7 +245,8 @@ def manual_grade(
         # A regrade finished between our read and our write and replaced the grade row: a conflict, not a 500.
         session.rollback()
         raise Conflict(
-            f"submission {submission_id} was regraded while this grade was saved; reload it and grade again",
+            N_("submission %(id)s was regraded while this grade was saved; reload it and grade again"),
+            params={"id": submission_id},
             field="submission_id",
             location="path",
         ) from exc

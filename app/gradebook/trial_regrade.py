@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.courses.penalties import Penalties, grading_penalties
-from app.errors import Invalid
+from app.errors import N_, Invalid
 from app.gradebook.bulk_regrade import Prediction, Selection, final_of, manual_of, regraded_score
 from app.problemsets.service import loaded_version
 from app.submissions.models import Submission
@@ -65,7 +65,8 @@ def trial_order(subs: list[Submission]) -> list[Submission]:
 def plan_trial(session: Session, settings: Settings, selection: Selection, limit: int = TRIAL_LIMIT) -> TrialPlan:
     """What a trial of ``selection`` grades, read now (payloads, scores, penalties): at most ``limit`` of it."""
     if not selection.submissions:
-        raise Invalid("the selection holds no submission to try", field="problem")
+        raise Invalid(N_("the selection holds no submission to try"), field="problem")
+
     loaded = loaded_version(settings, selection.version)
     items = []
     for sub in trial_order(selection.submissions)[:limit]:

@@ -26,7 +26,7 @@ from app.config import Settings
 from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.permissions import Action
-from app.errors import Conflict, Invalid
+from app.errors import N_, Conflict, Invalid
 from app.problemsets.service import get_latest, loaded_version
 from graders.answers.registry import grade_part, normalized_answer
 from graders.answers.specs import AnswerSpec, TextSpec
@@ -51,20 +51,26 @@ def _part_index(loaded: LoadedSet, alias: Alias) -> tuple[int, int, TextSpec]:
         if problem.id != alias.problem_id:
             continue
         if not isinstance(problem, FillInProblem):
-            raise Invalid(f"{alias.problem_id} is a {problem.kind} problem: only fill-in blanks take aliases")
+            raise Invalid(N_("%(problem)s is a %(kind)s problem: only fill-in blanks take aliases"),
+                          params={"problem": alias.problem_id, "kind": problem.kind})  # fmt: skip
         ids = problem.part_ids()
         if alias.part_id not in ids:
-            raise Invalid(f"{alias.problem_id} has no blank {alias.part_id!r}; it has {', '.join(ids)}", field="part")
+            raise Invalid(
+                N_("%(problem)s has no blank %(part)s; it has %(parts)s"), field="part",
+                params={"problem": alias.problem_id, "part": repr(alias.part_id), "parts": ", ".join(ids)},
+            )  # fmt: skip
+
         j = ids.index(alias.part_id)
         part = problem.parts[j]
         if not isinstance(part, TextSpec):
             raise Invalid(
-                f"{alias.problem_id} {alias.part_id} is a {part.kind} blank: only text blanks take aliases "
-                "(change its answer in problemset.yaml)",
-                field="part",
-            )
+                N_("%(where)s is a %(kind)s blank: only text blanks take aliases (change its answer in "
+                   "problemset.yaml)"),
+                field="part", params={"where": f"{alias.problem_id} {alias.part_id}", "kind": part.kind},
+            )  # fmt: skip
         return i, j, part
-    raise Invalid(f"no problem {alias.problem_id!r} in {loaded.spec.id!r}", field="problem")
+    raise Invalid(N_("no problem %(problem)s in %(set)s"), field="problem",
+                  params={"problem": repr(alias.problem_id), "set": repr(loaded.spec.id)})  # fmt: skip
 
 
 def is_known_wrong(answer: str, part: AnswerSpec) -> bool:
@@ -78,17 +84,19 @@ def check_alias(loaded: LoadedSet, alias: Alias) -> tuple[int, int, TextSpec]:
     no sense."""
     answer = alias.answer.strip()
     if not answer or len(answer) > MAX_ALIAS_CHARS or "\n" in answer:
-        raise Invalid(f"an alias is one line of 1 to {MAX_ALIAS_CHARS} characters", field="answer")
+        raise Invalid(N_("an alias is one line of 1 to %(num)s characters"), field="answer",
+                      params={"num": MAX_ALIAS_CHARS})  # fmt: skip
     i, j, part = _part_index(loaded, alias)
     where = f"{alias.problem_id} {alias.part_id}"
     if grade_part(answer, part).correct:
-        raise Conflict(f"{answer!r} is already accepted for {where} by this version: regrade to give the points")
+        raise Conflict(N_("%(answer)s is already accepted for %(where)s by this version: regrade to give the points"),
+                       params={"answer": repr(answer), "where": where})  # fmt: skip
     if is_known_wrong(answer, part):
         raise Conflict(
-            f"{answer!r} is listed under reject for {where} (a known-wrong answer the instructor wrote); "
-            "edit problemset.yaml to change that",
-            field="answer",
-        )
+            N_("%(answer)s is listed under reject for %(where)s (a known-wrong answer the instructor wrote); edit "
+               "problemset.yaml to change that"),
+            field="answer", params={"answer": repr(answer), "where": where},
+        )  # fmt: skip
     return i, j, part
 
 
@@ -141,7 +149,9 @@ def edited_spec(text: str, problem_index: int, part_index: int, answer: str) -> 
     except YAMLError as exc:  # the loader reads more than this parser does: a key given twice, for one
         problem = getattr(exc, "problem", None) or type(exc).__name__
         raise Invalid(
-            f"problemset.yaml cannot be edited here ({problem}); add the alias to the file by hand", field="part"
+            N_("problemset.yaml cannot be edited here (%(problem)s); add the alias to the file by hand"),
+            field="part",
+            params={"problem": problem},
         ) from exc
     part = data["problems"][problem_index]["parts"][part_index]
     _add_to(part, "answers", answer)
@@ -163,10 +173,10 @@ def _only_that_part_changed(before: str, after: str, problem_index: int, part_in
         part[key] = [*(part.get(key) or []), answer]
     if safe_yaml_load(after) != expected:
         raise Invalid(
-            "this blank's answers are shared with other parts through a YAML anchor or merge key; add the alias to "
-            "problemset.yaml by hand",
+            N_("this blank's answers are shared with other parts through a YAML anchor or merge key; add the alias "
+               "to problemset.yaml by hand"),
             field="part",
-        )
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -186,9 +196,11 @@ def prepare(
     if found.assignment.pinned_version_id is not None:
         pinned = courses.version_of(session, found.assignment).number
         raise Conflict(
-            f"this assignment is pinned to version {pinned} of the set, so its students would not see a new one; "
-            "unpin it in the assignment's settings first"
-        )
+            N_("this assignment is pinned to version %(version)s of the set, so its students would not see a new "
+               "one; unpin it in the assignment's settings first"),
+            params={"version": pinned},
+        )  # fmt: skip
+
     latest = get_latest(session, slug, include_hidden=True)
     archive = with_alias(loaded_version(settings, latest), alias)
     return AliasEdit(archive=archive, based_on=latest.number, offering_id=found.assignment.offering_id)

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.courses.service import default_assignment
-from app.errors import Conflict, Forbidden, Invalid, NotFound
+from app.errors import N_, Conflict, Forbidden, Invalid, NotFound
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.storage import load_version
 from graders.code.runner import CodeGraderLike
@@ -76,15 +76,15 @@ def ingest(
     problem_set = session.scalar(select(ProblemSet).where(ProblemSet.slug == loaded.spec.id))
     if problem_set is not None and may_replace is not None and not may_replace(problem_set):
         raise Forbidden(
-            f"a problem set {loaded.spec.id!r} already exists in a course you do not teach; change the set's id",
-            field="file",
-        )
+            N_("a problem set %(set)s already exists in a course you do not teach; change the set's id"),
+            field="file", params={"set": repr(loaded.spec.id)},
+        )  # fmt: skip
     latest = _latest(session, problem_set.id) if problem_set else None
     if based_on is not None and (latest.number if latest else None) != based_on:
         raise Conflict(
-            f"{loaded.spec.id!r} has a newer version than {based_on} now; reload the gradebook and try again",
-            field="file",
-        )
+            N_("%(set)s has a newer version than %(version)s now; reload the gradebook and try again"),
+            field="file", params={"set": repr(loaded.spec.id), "version": based_on},
+        )  # fmt: skip
     if latest is not None and latest.content_hash == loaded.content_hash:
         return latest, ValidationReport(), False
     report = validate_set(loaded, code_grader=grader, progress=progress, max_grading_s=max_grading_s)
@@ -94,18 +94,20 @@ def ingest(
         newest = _latest(session, problem_set.id)
         if newest is not None and newest.number != based_on:
             raise Conflict(
-                f"{loaded.spec.id!r} got version {newest.number} while this edit of version {based_on} was validated; "
-                "reload the gradebook and try again",
-                field="file",
-            )
+                N_("%(set)s got version %(newer)s while this edit of version %(version)s was validated; reload the "
+                   "gradebook and try again"),
+                field="file", params={"set": repr(loaded.spec.id), "newer": newest.number, "version": based_on},
+            )  # fmt: skip
     try:
         return _store(session, loaded=loaded, problem_set=problem_set, latest=latest, report=report, user_id=user_id)
     except IntegrityError as exc:
         session.rollback()
-        again = "reload the gradebook and try again" if based_on is not None else "upload again"
-        raise Conflict(
-            f"another version of {loaded.spec.id!r} was stored at the same moment; {again}", field="file"
-        ) from exc
+        again = (
+            N_("another version of %(set)s was stored at the same moment; reload the gradebook and try again")
+            if based_on is not None
+            else N_("another version of %(set)s was stored at the same moment; upload again")
+        )
+        raise Conflict(again, field="file", params={"set": repr(loaded.spec.id)}) from exc
 
 
 def _store(

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.courses.policy import Policy, TooManyAttempts
 from app.db import utcnow
-from app.errors import Conflict
+from app.errors import N_, Conflict
 from app.submissions.models import Submission
 
 MAX_ROUNDS = 60
@@ -84,4 +84,4 @@ def store_next_attempt(
             winner = on_conflict()
             if winner is not None:
                 return winner, False
-    raise Conflict("too many submissions at the same moment; try again", field="problem")
+    raise Conflict(N_("too many submissions at the same moment; try again"), field="problem")

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 
-from app.errors import Invalid, UnsupportedMediaType
+from app.errors import N_, Invalid, UnsupportedMediaType
 from app.submissions.schemas import SubmissionCreate
 from graders.input_limits import NUL, NUL_MESSAGE, InputTooComplex, loads_json
 from graders.kinds import kind_of
@@ -33,10 +33,10 @@ def decode_source(data: bytes | str, *, name: str = "the source", field: str = "
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise Invalid(
-                f"{name} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
-                "cannot be decoded; save the file as UTF-8",
-                field=field,
-            ) from exc
+                N_("%(name)s is not UTF-8 text: byte %(byte)s at offset %(offset)s cannot be decoded; save the file "
+                   "as UTF-8"),
+                field=field, params={"name": name, "byte": f"0x{data[exc.start]:02x}", "offset": exc.start},
+            ) from exc  # fmt: skip
     else:
         text = data
     if NUL in text:
@@ -132,7 +132,7 @@ def _answers_from_form(form: FormData, part_ids: list[str]) -> dict[str, str]:
         values = [v for v in form.getlist(ANSWER_PREFIX + part_id) if isinstance(v, str)]
         answers[part_id] = ",".join(v.strip() for v in values if v.strip()) if len(values) > 1 else "".join(values)
     if not any(value.strip() for value in answers.values()):
-        raise Invalid("Fill in at least one answer before submitting.", field="answers")
+        raise Invalid(N_("Fill in at least one answer before submitting."), field="answers")
     return answers
 
 
@@ -143,10 +143,12 @@ def _code_from_form(form: FormData) -> str:
     text = pasted if isinstance(pasted, str) else ""
     if isinstance(upload, UploadFile) and upload.filename:
         if not upload.filename.endswith(".py"):
-            raise Invalid(f"{upload.filename} is not a .py file.", field="file")
+            raise Invalid(N_("%(name)s is not a .py file."), field="file", params={"name": upload.filename})
         if text.strip():
-            raise Invalid("Send either a file or pasted code, not both (clear the text box or the file).", field="code")
+            raise Invalid(N_("Send either a file or pasted code, not both (clear the text box or the file)."),
+                          field="code")  # fmt: skip
         return decode_source(upload.file.read(), name=upload.filename, field="file")
     if not text.strip():
-        raise Invalid("Choose a .py file or paste your code.", field="code")
+        raise Invalid(N_("Choose a .py file or paste your code."), field="code")
+
     return decode_source(text)

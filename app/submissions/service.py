@@ -16,7 +16,7 @@ from app.courses.models import Assignment
 from app.courses.permissions import Action
 from app.courses.policy import Closed, InvalidFormat, policy_for
 from app.db import utcnow
-from app.errors import Conflict, Invalid, NotFound
+from app.errors import N_, Conflict, Invalid, NotFound
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.service import loaded_version
 from app.submissions.allocation import store_next_attempt
@@ -62,7 +62,9 @@ def create(
     spec = loaded_version(settings, version).spec
     problem = spec.problem(problem_id)
     if problem is None:
-        raise Invalid(f"unknown problem {problem_id!r} in set {problem_set!r}", field="problem")
+        raise Invalid(N_("unknown problem %(problem)s in set %(set)s"), field="problem",
+                      params={"problem": repr(problem_id), "set": repr(problem_set)})  # fmt: skip
+
     try:
         payload = check_payload(problem, answers=answers, code=code)
     except PayloadInvalid as exc:
@@ -78,10 +80,12 @@ def create(
         if policy.time_ends_at is not None and policy.deadline == policy.time_ends_at:
             limit = assignment.time_limit_min
             raise Closed(
-                f"your time at problem set {problem_set!r} ended at {deadline:%Y-%m-%d %H:%M} UTC "
-                f"(a time limit of {limit} minutes from when you first opened it)"
-            )
-        raise Closed(f"problem set {problem_set!r} is closed: it was due {deadline:%Y-%m-%d %H:%M} UTC")
+                N_("your time at problem set %(set)s ended at %(when)s (a time limit of %(minutes)s minutes from when "
+                   "you first opened it)"),
+                params={"set": repr(problem_set), "when": deadline, "minutes": limit},
+            )  # fmt: skip
+        raise Closed(N_("problem set %(set)s is closed: it was due %(when)s"),
+                     params={"set": repr(problem_set), "when": deadline})  # fmt: skip
 
     def make(attempt: int) -> Submission:
         return Submission(

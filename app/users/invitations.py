@@ -18,12 +18,13 @@ from app import mail
 from app.config import Settings
 from app.courses.models import Membership, MemberStatus
 from app.db import utcnow
-from app.errors import Conflict, DomainError, Invalid
+from app.errors import N_, Conflict, DomainError, Invalid
 from app.security import hash_token
 from app.users.models import Invitation, Role, User
 from app.users.service import create_user
 
 LINK_PATH = "/invite/"
+HAS_ACCOUNT = N_("%(email)s has an account already; they log in with it")
 
 
 class InvitationInvalid(DomainError):
@@ -45,9 +46,9 @@ class Issued:
 def issue(session: Session, member: Membership, *, valid_for: timedelta) -> Issued:
     """A new link for an invited member; any earlier link of theirs stops working."""
     if member.user_id is not None or member.status != MemberStatus.INVITED:
-        raise Conflict(f"{member.email} has an account already; they log in with it", field="member")
+        raise Conflict(HAS_ACCOUNT, field="member", params={"email": member.email})
     if session.scalar(select(User.id).where(User.email == member.email)) is not None:
-        raise Conflict(f"{member.email} has an account already; they log in with it", field="member")
+        raise Conflict(HAS_ACCOUNT, field="member", params={"email": member.email})
     session.execute(delete(Invitation).where(Invitation.membership_id == member.id))
     token = secrets.token_urlsafe(32)
     invitation = Invitation(membership_id=member.id, token_hash=hash_token(token), expires_at=utcnow() + valid_for)
@@ -62,17 +63,18 @@ def pending(session: Session, token: str, *, lock: bool = False) -> tuple[Invita
     # Locked when it is used: two tabs posting the same link at once get one account and one refusal.
     invitation = session.scalar(query.with_for_update() if lock else query)
     if invitation is None:
-        raise InvitationInvalid("this invitation link is not valid (a newer one may have replaced it)")
+        raise InvitationInvalid(N_("this invitation link is not valid (a newer one may have replaced it)"))
     if invitation.used_at is not None:
-        raise InvitationInvalid("this invitation link was used already; log in with the password set then")
+        raise InvitationInvalid(N_("this invitation link was used already; log in with the password set then"))
     if invitation.expires_at <= utcnow():
-        raise InvitationInvalid("this invitation link has expired; ask your instructor for a new one")
+        raise InvitationInvalid(N_("this invitation link has expired; ask your instructor for a new one"))
     member = session.get(Membership, invitation.membership_id)
     assert member is not None  # the foreign key cascades
     if member.status == MemberStatus.DROPPED:
-        raise InvitationInvalid("this invitation was withdrawn; ask your instructor")
+        raise InvitationInvalid(N_("this invitation was withdrawn; ask your instructor"))
     if member.user_id is not None or session.scalar(select(User.id).where(User.email == member.email)):
-        raise InvitationInvalid(f"an account for {member.email} exists already; log in with it")
+        raise InvitationInvalid(N_("an account for %(email)s exists already; log in with it"),
+                                params={"email": member.email})  # fmt: skip
     return invitation, member
 
 
@@ -81,10 +83,11 @@ def accept(session: Session, token: str, *, password: str, confirm: str, now: da
     transaction; the caller commits). The link is used up."""
     invitation, member = pending(session, token, lock=True)
     if password != confirm:
-        raise Invalid("the two passwords differ", field="password")
+        raise Invalid(N_("the two passwords differ"), field="password")
     if len(password) < 8:
-        raise Invalid("passwords need at least 8 characters", field="password")
+        raise Invalid(N_("passwords need at least %(num)s characters"), field="password", params={"num": 8})
     user, _ = create_user(
+
         session, email=member.email, role=Role.STUDENT, password=password, display_name=member.name,
         enroll_default=False,
     )  # fmt: skip

@@ -16,7 +16,7 @@ from app.courses.access import access_for
 from app.courses.models import MemberRole
 from app.courses.permissions import Action
 from app.db import utcnow
-from app.errors import Conflict, Invalid, NotFound
+from app.errors import N_, Conflict, Invalid, NotFound
 from app.security import generate_password, generate_token, hash_password, hash_token, verify_password
 from app.users.models import LOCALES, ApiToken, GlobalRole, Role, User
 
@@ -33,9 +33,9 @@ _AUTH_KEY = "auth"
 def check_password(password: str, *, field: str = "password") -> None:
     """The strength rule for every new password (accounts created by the CLI or the API, and changed ones)."""
     if len(password) < MIN_PASSWORD:
-        raise Invalid(f"passwords need at least {MIN_PASSWORD} characters", field=field)
+        raise Invalid(N_("passwords need at least %(num)s characters"), field=field, params={"num": MIN_PASSWORD})
     if len(password) > MAX_PASSWORD:
-        raise Invalid(f"passwords have at most {MAX_PASSWORD} characters", field=field)
+        raise Invalid(N_("passwords have at most %(num)s characters"), field=field, params={"num": MAX_PASSWORD})
 
 
 def create_user(
@@ -55,9 +55,9 @@ def create_user(
     """
     email = email.strip().lower()
     if "@" not in email or len(email) > 254:
-        raise Invalid(f"{email!r} is not an email address", field="email")
+        raise Invalid(N_("%(email)s is not an email address"), field="email", params={"email": repr(email)})
     if session.scalar(select(User).where(User.email == email)) is not None:
-        raise Conflict(f"a user with email {email!r} already exists", field="email")
+        raise Conflict(N_("a user with email %(email)s already exists"), field="email", params={"email": repr(email)})
     password = password or generate_password()
     check_password(password)
     global_role = GlobalRole.ADMIN if role == Role.ADMIN else GlobalRole.USER
@@ -121,10 +121,11 @@ def cookie_user(session: Session, cookie: Mapping[str, Any]) -> User | None:
 def change_password(session: Session, cookie: MutableMapping[str, Any], *, user: User, current: str, new: str) -> None:
     """Set a new password once the current one is given; the user's other cookie sessions end, this one goes on."""
     if not verify_password(current, user.password_hash):
-        raise Invalid("the current password is wrong", field="current_password")
+        raise Invalid(N_("the current password is wrong"), field="current_password")
     check_password(new, field="new_password")
     if verify_password(new, user.password_hash):
-        raise Invalid("the new password is the current one", field="new_password")
+        raise Invalid(N_("the new password is the current one"), field="new_password")
+
     user.password_hash = hash_password(new)
     cookie[_AUTH_KEY] = _session_auth(user)
 

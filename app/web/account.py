@@ -17,7 +17,7 @@ from app.errors import Invalid
 from app.users import service as users
 from app.users.models import User
 from app.web.deps import CheckedForm, WebSession, WebUser
-from app.web.i18n import for_request
+from app.web.i18n import error_text, for_request
 from app.web.page_route import WebRoute
 from app.web.preferences import set_language_cookie
 from app.web.rendering import render
@@ -73,7 +73,7 @@ def change_password(request: Request, form: CheckedForm, user: WebUser, session:
         users.change_password(session, request.session, user=user, current=_text(form, "current_password"), new=new)
     except Invalid as exc:
         session.rollback()
-        return render(request, "account/index.html", 422, error=exc.message, error_field=exc.field)
+        return render(request, "account/index.html", 422, error=error_text(request, exc), error_field=exc.field)
     session.commit()
     return RedirectResponse("/account?changed=1", status_code=303)
 
@@ -121,7 +121,7 @@ def create_token(request: Request, form: CheckedForm, user: WebUser, session: We
         )
     except Invalid as exc:
         session.rollback()
-        return _tokens_page(request, session, user, 422, error=exc.message)
+        return _tokens_page(request, session, user, 422, error=error_text(request, exc))
     session.commit()
     return _tokens_page(request, session, user, 201, created=token, plain=plain)
 

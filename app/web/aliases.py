@@ -17,6 +17,7 @@ from app.errors import Conflict, Invalid
 from app.problemsets import aliases
 from app.problemsets.aliases import Alias
 from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings
+from app.web.i18n import error_text
 from app.web.instructor import gradebook_response, upload_jobs, validate_and_store
 from app.web.page_route import WebRoute
 from app.web.upload_jobs import UploadJob
@@ -48,7 +49,9 @@ def add_alias(
         edit = aliases.prepare(session, settings, access_for(session, user), slug, offering, alias)
     except (Invalid, Conflict) as exc:
         session.rollback()
-        return gradebook_response(request, session, user, slug, offering, exc.status_code, alias_error=exc.message)
+        shown = error_text(request, exc)
+        return gradebook_response(request, session, user, slug, offering, exc.status_code, alias_error=shown)
+
     work = functools.partial(_store, request.app.state, user.id, edit, slug, alias)
     label = f"{slug} + {alias.problem_id} {alias.part_id} “{alias.answer.strip()}”"
     job = UploadJob(owner_id=user.id, filename=label)

@@ -23,7 +23,7 @@ from app.gradebook import bulk_regrade, trial_regrade
 from app.users.models import User
 from app.web.background_jobs import BackgroundJobs
 from app.web.deps import CheckedForm, WebInstructor, WebSession
-from app.web.i18n import for_request
+from app.web.i18n import error_text, for_request
 from app.web.page_route import WebRoute
 from app.web.rendering import render, render_fragment
 from app.web.trial_jobs import TrialJob, trial_work
@@ -72,7 +72,7 @@ def _page(
         try:
             context["selection"] = _select(session, access, slug, found.assignment.offering_id, fields)
         except Invalid as exc:
-            status, context["error"] = 422, exc.message
+            status, context["error"] = 422, error_text(request, exc)
         else:  # graded here with nothing written; the session is rolled back so nothing could be
             context["prediction"] = bulk_regrade.predict(session, request.app.state.settings, context["selection"])
             session.rollback()
@@ -131,7 +131,7 @@ def start_regrade(
     except (Invalid, Conflict) as exc:
         session.rollback()
         return _page(request, session, user, slug, found.assignment.offering_id, fields, exc.status_code,
-                     error=exc.message)  # fmt: skip
+                     error=error_text(request, exc))  # fmt: skip
     for sub in selection.submissions:  # committed by start: the workers find them queued
         request.app.state.dispatch(sub.id)
     return RedirectResponse(f"/instructor/regrades/{batch.id}", status_code=303)
@@ -193,7 +193,7 @@ def start_trial(
     except (Invalid, Conflict) as exc:
         session.rollback()
         return _page(request, session, user, slug, found.assignment.offering_id, fields, exc.status_code,
-                     error=exc.message)  # fmt: skip
+                     error=error_text(request, exc))  # fmt: skip
     return RedirectResponse(f"/instructor/regrade-trials/{job.id}", status_code=303)
 
 

@@ -33,7 +33,7 @@ from app.web.deps import (
     WebUser,
     rotate_csrf,
 )
-from app.web.i18n import N_, for_request
+from app.web.i18n import N_, error_text, for_request
 from app.web.page_route import WebRoute
 from app.web.rendering import render
 
@@ -305,7 +305,7 @@ def accept_invite(request: Request, token: str, form: CheckedForm, user: MaybeUs
         )
     except Invalid as exc:
         session.rollback()
-        return _invite_page(request, session, user, token, 422, error=exc.message)
+        return _invite_page(request, session, user, token, 422, error=error_text(request, exc))
     session.commit()
     rotate_csrf(request)
     return render(
@@ -421,7 +421,7 @@ def save_settings(
         courses.update_assignment(session, assignment, **policy)
     except (ValueError, DomainError) as exc:
         session.rollback()
-        message = exc.message if isinstance(exc, DomainError) else _not_understood(request, exc)
+        message = error_text(request, exc) if isinstance(exc, DomainError) else _not_understood(request, exc)
         return _settings_page(request, session, access, assignment_id, 422, error=message)
     session.commit()
     return _settings_page(request, session, access, assignment_id, saved=True)
@@ -451,7 +451,7 @@ def add_override(
         rescore(session, assignment, affected_users(session, override))  # late penalties and LMS scores
     except (ValueError, DomainError) as exc:
         session.rollback()
-        message = exc.message if isinstance(exc, DomainError) else _not_understood(request, exc)
+        message = error_text(request, exc) if isinstance(exc, DomainError) else _not_understood(request, exc)
         return _settings_page(request, session, access, assignment_id, 422, override_error=message)
     session.commit()
     return RedirectResponse(f"/assignments/{assignment_id}/settings", status_code=303)

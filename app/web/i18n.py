@@ -27,6 +27,7 @@ from jinja2 import pass_context
 from jinja2.runtime import Context
 
 from app.courses.policy import InvalidFormat, TooManyAttempts
+from app.errors import N_, DomainError
 from app.users.models import LOCALES, User
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -39,11 +40,6 @@ LANGUAGES = {code: _NAMES[code] for code in LOCALES}
 LANG_COOKIE = "lang"
 TZ_COOKIE = "tz"
 _MAX_HEADER = 512  # an Accept-Language longer than this is read up to here
-
-
-def N_(message: str) -> str:
-    """Marks a message for extraction; it is translated where it is shown (gettext's convention)."""
-    return message
 
 
 class CatalogError(Exception):
@@ -287,15 +283,6 @@ def status_filter(context: Context, value: str | None) -> str:
     return _of(context).gettext(STATUSES[value]) if value in STATUSES else value
 
 
-# The web form's fixed refusals (app/submissions/intake.py raises them in English; the set page shows them in the
-# viewer's language; tests/web/test_i18n.py checks each is still raised there word for word).
-FORM_MESSAGES = (
-    N_("Fill in at least one answer before submitting."),
-    N_("Send either a file or pasted code, not both (clear the text box or the file)."),
-    N_("Choose a .py file or paste your code."),
-)
-
-
 def refusal_message(request: Request, exc: Exception, *, zone: str | None = None) -> str:
     """The set page's message for a refused answer (malformed, no attempts left, cooldown), translated.
 
@@ -322,8 +309,19 @@ def refusal_message(request: Request, exc: Exception, *, zone: str | None = None
                 "no attempts left at %(problem)s: all %(num)d are used",
                 n,
             ) % {"problem": exc.problem_id, "num": n}
-    message = str(getattr(exc, "message", exc))
-    return tr.gettext(message) if message in FORM_MESSAGES else message
+    return error_text(request, exc, zone=zone) if isinstance(exc, DomainError) else str(exc)
+
+
+def error_text(request: Request, exc: DomainError, *, zone: str | None = None) -> str:
+    """A domain error's message in the viewer's language: its template through the catalog, filled in with its
+    values (a datetime in the viewer's zone, else ``zone``, else UTC). A template the catalog lacks reads as the
+    API's English message."""
+    translated = for_request(request).gettext(exc.template)
+    if not exc.params:
+        return translated
+    shown_in = viewer_zone(request) or zone or "UTC"
+    values = {k: format_when(v, shown_in) if isinstance(v, datetime) else v for k, v in exc.params.items()}
+    return translated % values
 
 
 def catalog_problems() -> list[str]:

@@ -26,7 +26,7 @@ from app.users.models import User
 from app.web import charts, page_context
 from app.web.background_jobs import BackgroundJobs
 from app.web.deps import CheckedForm, WebGradebookReader, WebInstructor, WebSession, WebSettings
-from app.web.i18n import for_request
+from app.web.i18n import error_text, for_request
 from app.web.page_route import WebRoute
 from app.web.rendering import render, render_fragment
 from app.web.upload_jobs import UploadJob
@@ -75,7 +75,7 @@ def upload(
         target = _upload_target(request, session, access_for(session, user), user, form.get("offering"))
     except (Invalid, Forbidden) as exc:
         session.rollback()
-        return _instructor_page(request, session, user, 422, upload_error=exc.message)
+        return _instructor_page(request, session, user, 422, upload_error=error_text(request, exc))
     work = functools.partial(validate_and_store, request.app.state, user.id, target.id, data, file.filename)
     job = UploadJob(owner_id=user.id, filename=file.filename)
     upload_jobs(request).start(job, work)
@@ -119,7 +119,7 @@ def validate_and_store(
             return 422, {"report": exc.report.to_dict(), "gate_texts": exc.report.gate_texts, "filename": filename}
         except DomainError as exc:
             session.rollback()
-            return 422, {"upload_error": exc.message}
+            return 422, {"upload_error": exc}  # worded when shown, in the viewer's language
         session.commit()
         return 200, {
             "report": report.to_dict() if created else version.validation_report,
@@ -136,7 +136,9 @@ def upload_page(request: Request, job_id: str, user: WebInstructor, session: Web
     if job is None:
         raise NotFound(for_request(request).gettext("No such upload (uploads are kept for an hour)."))
     if job.done:
-        return _instructor_page(request, session, user, job.status, **job.result)
+        shown = {k: error_text(request, v) if isinstance(v, DomainError) else v for k, v in job.result.items()}
+        return _instructor_page(request, session, user, job.status, **shown)
+
     return render(request, "instructor/upload_progress.html", 202, job=job, waiting=True)
 
 
@@ -246,7 +248,9 @@ def manual_grade(
                                manual_score=score, feedback=feedback)  # fmt: skip
     except Invalid as exc:
         session.rollback()
-        return _submission_with_error(request, session, settings, user, submission_id, raw, feedback, exc.message)
+        shown = error_text(request, exc)
+        return _submission_with_error(request, session, settings, user, submission_id, raw, feedback, shown)
+
     return RedirectResponse(f"/submissions/{submission_id}", status_code=303)
 
 

@@ -31,8 +31,8 @@ class WebRoute(APIRoute):
                 return RedirectResponse(f"/login?next={quote(target)}", status_code=303)
             except DomainError as exc:
                 _rollback(request)
-                # A fixed message marked with N_ (the CSRF refusal, ...) is in the catalog; others are shown as made.
-                message = i18n.for_request(request).gettext(exc.message)
+                # A message marked with N_ is translated (app.errors: its template and values); others read as made.
+                message = i18n.error_text(request, exc)
                 return render(request, "error.html", exc.status_code, message=message)
             except RequestValidationError:
                 _rollback(request)

@@ -16,6 +16,7 @@ from app.deps import RowId
 from app.errors import DomainError
 from app.users.models import User
 from app.web.deps import CheckedForm, WebSession, WebSettings, WebUser
+from app.web.i18n import error_text
 from app.web.page_route import WebRoute
 from app.web.rendering import render
 from app.webhooks import service
@@ -62,7 +63,9 @@ def register(
         )  # fmt: skip
     except DomainError as exc:
         session.rollback()
-        return _page(request, session, offering, exc.status_code, error=exc.message, url=url, chosen=events)
+        shown = error_text(request, exc)
+        return _page(request, session, offering, exc.status_code, error=shown, url=url, chosen=events)
+
     session.commit()
     return _page(request, session, offering, 201, created=endpoint, secret=endpoint.secret)
 

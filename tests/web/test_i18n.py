@@ -16,8 +16,8 @@ from starlette.requests import Request
 
 from app.courses import service as courses
 from app.courses.models import Assignment
-from app.courses.policy import InvalidFormat, TooManyAttempts
-from app.errors import Invalid
+from app.courses.policy import Closed, InvalidFormat, TooManyAttempts
+from app.errors import N_, Invalid
 from app.problemsets.models import ProblemSet
 from app.submissions.schemas import CheckPublic
 from app.web import i18n
@@ -31,7 +31,7 @@ sqlite_only = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
 def extracted() -> set[str]:
-    """Every message `make i18n` extracts (the templates and app/web), with babel.cfg's options."""
+    """Every message `make i18n` extracts (the templates and app/), with babel.cfg's options."""
     with (i18n.LOCALE_DIR / "babel.cfg").open() as f:
         method_map, options_map = parse_mapping_cfg(f)
     found = set()
@@ -189,13 +189,37 @@ def test_refusals_are_said_in_the_viewers_language_and_zone() -> None:
     assert "Asia/Shanghai" in message and message.endswith("（3 小时后）")
 
 
-def test_the_web_forms_fixed_refusals_are_translated_and_still_raised_as_listed() -> None:
-    intake = (REPO / "app/submissions/intake.py").read_text(encoding="utf-8")
-    zh = request_with({"Accept-Language": "zh-CN"})
-    for message in i18n.FORM_MESSAGES:
-        assert f'"{message}"' in intake, f"intake.py no longer says {message!r}: update FORM_MESSAGES"
-        assert i18n.refusal_message(zh, Invalid(message)) != message
+def test_domain_errors_read_in_the_viewers_language_with_their_values_the_api_keeps_english() -> None:
+    zh = request_with({"Accept-Language": "zh-CN", "Cookie": "tz=Asia/Shanghai"})
+    due = datetime(2026, 12, 1, 15, 59, tzinfo=UTC)
+    closed = Closed(N_("problem set %(set)s is closed: it was due %(when)s"), params={"set": "'attn'", "when": due})
+    assert closed.message == "problem set 'attn' is closed: it was due 2026-12-01 15:59 UTC"  # the API's words
+    assert i18n.error_text(zh, closed) == "题集 'attn' 已关闭：截止时间是 2026-12-01 23:59 Asia/Shanghai"
+    assert i18n.error_text(request_with({}), closed) == "problem set 'attn' is closed: it was due 2026-12-01 15:59 UTC"
+    # Without the browser's zone, the page's zone (the offering's) is used.
+    offering_zone = i18n.error_text(request_with({"Accept-Language": "zh-CN"}), closed, zone="Europe/Berlin")
+    assert offering_zone.endswith("2026-12-01 16:59 Europe/Berlin")
+    # A value is filled in as given: a student's text with % in it is not read as a placeholder.
+    odd = Invalid(N_("%(name)s is not a .py file."), params={"name": "100%(x)s.txt"})
+    assert i18n.error_text(zh, odd) == "100%(x)s.txt 不是 .py 文件。"
+    assert odd.message == "100%(x)s.txt is not a .py file."
+    # Fixed messages are translated; a message the catalog lacks reads as made.
+    chosen = Invalid(N_("Choose a .py file or paste your code."))
+    assert i18n.refusal_message(zh, chosen) == "请选择一个 .py 文件或粘贴代码。"
+
     assert i18n.refusal_message(zh, Invalid("something else")) == "something else"
+
+
+def test_the_domain_messages_the_pages_show_are_extracted_from_app() -> None:
+    """The N_-marked messages of app/'s services reach the catalog (babel.cfg reads app/, not only app/web)."""
+    messages = extracted()
+    for message in (
+        "problem set %(set)s is closed: it was due %(when)s",  # app/submissions/service.py
+        "the current password is wrong",  # app/users/service.py
+        "this invitation link has expired; ask your instructor for a new one",  # app/users/invitations.py
+        "your role in this offering (%(role)s) does not allow this (%(action)s)",  # app/courses/access.py
+    ):
+        assert message in messages, message
 
 
 @pytest.mark.parametrize(
@@ -297,3 +321,26 @@ def test_the_staff_pages_are_translated_dates_in_the_offerings_zone(  # type: ig
     token = csrf_of(client.get("/courses").text)
     refused = client.post("/courses", data={"slug": "x", "title": "X", "csrf_token": token})
     assert refused.status_code == 403 and "只有管理员可以创建课程。" in refused.text
+
+
+@sqlite_only
+def test_a_refusal_from_the_service_reads_in_chinese_on_the_page_and_in_english_in_the_api(  # type: ignore[no-untyped-def]
+    as_alice, accounts, sessions
+) -> None:
+    """The set is past due: the page says so in the student's language, with the due time in the offering's zone;
+    the API answers the same refusal in English, in UTC."""
+    client, token = as_alice
+    due = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    with sessions() as session:
+        courses.home_offering(session).time_zone = "Asia/Shanghai"
+        problem_set = session.query(ProblemSet).filter_by(slug="basic").one()
+        session.get(Assignment, courses.default_assignment(session, problem_set).id).due_at = due
+        session.commit()
+    client.cookies.set("lang", "zh_CN")
+    page = client.post("/sets/basic/problems/t1", data={"answer.b1": "Encoder", "csrf_token": token})
+    assert page.status_code == 403
+    assert "题集 &#39;basic&#39; 已关闭：截止时间是 2026-03-01 20:00 Asia/Shanghai" in page.text, page.text
+    api = client.post("/api/v1/submissions", headers=accounts["alice"].headers,
+                      json={"problem_set": "basic", "problem": "t1", "answers": {"b1": "Encoder"}})  # fmt: skip
+    assert api.status_code == 403
+    assert api.json()["detail"][0]["msg"] == "problem set 'basic' is closed: it was due 2026-03-01 12:00 UTC"
