@@ -7,12 +7,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DateTime, MetaData, create_engine, event
+from sqlalchemy import JSON, DateTime, MetaData, create_engine, event
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
+
+from graders.sandbox.wire import scrub_surrogates
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -157,3 +159,19 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is not None and value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value
+
+
+# A lone surrogate cannot be encoded as UTF-8. The schemas (app.safe_text) refuse one in what a student sends and the
+# sandbox's wire (graders.sandbox.wire) replaces one in what student code says; a text column never held one (both
+# drivers refuse to write it), but JSON stores it escaped ("\\ud800"), so answers stored before the schemas
+# refused it may hold one, and each page or API answer showing them was a 500.
+
+
+class StudentJSON(TypeDecorator[Any]):
+    """JSON a student wrote (a submission's answers or code): lone surrogates read back as U+FFFD."""
+
+    impl = JSON
+    cache_ok = True
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return scrub_surrogates(value)

@@ -7,6 +7,9 @@ header values are checked for every route by app.limits.RefuseNul; bodies use th
 
 JSON may spell half of a surrogate pair alone (``"\ud800"``): Python keeps it in the string, both databases store
 it escaped, and every page that shows it then fails to encode it (a 500 on the gradebook for one student's answer).
+Answers stored before this refusal read back with U+FFFD in its place (app.db.StudentJSON), and what student code
+says over the sandbox's wire gets the same replacement (graders.sandbox.wire).
+
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, overload
 
 from sqlalchemy import (
-    JSON,
     Boolean,
     ColumnElement,
     Float,
@@ -23,7 +22,7 @@ from sqlalchemy.ext.hybrid import hybrid_property
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 from sqlalchemy.sql.operators import ColumnOperators
 
-from app.db import Base, UTCDateTime, utcnow
+from app.db import Base, StudentJSON, UTCDateTime, utcnow
 from graders.results import Verdict
 
 if TYPE_CHECKING:
@@ -61,7 +60,7 @@ class Submission(Base):
     )
     problem_id: Mapped[str] = mapped_column(String(64))
     kind: Mapped[str] = mapped_column(String(16))  # "answers" or "code"
-    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    payload: Mapped[dict[str, Any]] = mapped_column(StudentJSON)
     status: Mapped[str] = mapped_column(String(16), default=Status.QUEUED, index=True)
     source: Mapped[str] = mapped_column(String(8), default=Source.API)
     attempt: Mapped[int] = mapped_column(Integer, default=1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,11 +138,33 @@ class FrameReader:
         return True
 
 
+# JSON may spell half of a surrogate pair alone ("\ud800"): json.loads keeps it in the string (a whole pair becomes
+# one character), and a text holding one cannot be encoded as UTF-8: a student's exception message with one made
+# the stored feedback a 500 on every page and API answer that showed it. UTF-8 bytes cannot hold a surrogate, so
+# a header without such an escape has none; with one, each lone half becomes U+FFFD.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def scrub_surrogates(value: Any) -> Any:
+    """``value`` (a JSON tree) with each lone surrogate in its strings replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [scrub_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {scrub_surrogates(k): scrub_surrogates(v) for k, v in value.items()}
+    return value
+
+
 def _parse_header_json(raw: bytes) -> tuple[dict[str, Any], list[int]]:
     try:
         header = json.loads(raw)
+        if _SURROGATE_ESCAPE.search(raw):
+            header = scrub_surrogates(header)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise WireError(f"frame header is not valid JSON: {type(exc).__name__}") from None
+
     if not isinstance(header, dict) or not isinstance(header.get("msg"), dict):
         raise WireError("frame header must be an object with a 'msg' object")
     sizes = header.get("bufs", [])

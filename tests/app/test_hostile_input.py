@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from app.problemsets.models import ProblemSet
 from app.submissions.models import Submission
@@ -211,3 +211,25 @@ def test_a_lone_surrogate_is_refused_like_a_nul(
     assert _count(sessions, Submission) == 0
     # The gradebook and its statistics still answer.
     assert client.get("/api/v1/gradebook/basic/stats", headers=accounts["instructor"].headers).status_code == 200
+
+
+def test_a_lone_surrogate_stored_before_it_was_refused_reads_back_as_a_replacement_character(
+    client: TestClient, accounts: dict[str, Account], basic_set: str, sessions: Any
+) -> None:
+    """Answers stored before the schema refused lone surrogates may hold one (both databases' JSON keeps the
+    escape): the pages and the API show U+FFFD instead of a 500."""
+    body = {"problem_set": "basic", "problem": "t1", "answers": {"b1": "Decoder", "b2": "32"}}
+    made = client.post(SUBMIT, headers=accounts["alice"].headers, params={"wait": 10}, json=body)
+    assert made.json()["status"] == "graded", made.text
+    sub_id = made.json()["id"]
+    with sessions() as session:  # what an older version stored: the JSON escape of a lone half
+        stored = {"answers": {"b1": "x\ud800y", "b2": "32"}}
+        session.execute(update(Submission).where(Submission.id == sub_id).values(payload=stored))
+        session.commit()
+    with sessions() as session:
+        assert session.get(Submission, sub_id).payload == {"answers": {"b1": "x\ufffdy", "b2": "32"}}
+    staff = accounts["instructor"].headers
+    assert client.get(f"{SUBMIT}/{sub_id}", headers=staff).status_code == 200
+    stats = client.get("/api/v1/gradebook/basic/stats", headers=staff)
+    assert stats.status_code == 200 and "x\ufffdy" in stats.content.decode(), stats.text
+    assert client.get("/api/v1/gradebook/basic", headers=staff).status_code == 200

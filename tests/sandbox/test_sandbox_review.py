@@ -7,6 +7,7 @@ when the behaviour is legitimate), and the worker grades the next submission nor
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -77,7 +78,18 @@ def test_sysv_shm_does_not_survive_into_the_next_submission(grader):
     support.assert_healthy(grader)
 
 
+def test_a_lone_surrogate_in_an_exception_message_reaches_the_feedback_as_a_replacement_character(grader):
+    """chr(0xD800) passes every schema (the source holds no surrogate); stored as it came, the feedback could not be
+    encoded as UTF-8 and each page or API answer showing the submission was a 500."""
+    result = support.grade(grader, support.attack_source('raise RuntimeError("bad " + chr(0xD800) + " text")'))
+    feedback = result.checks[0].feedback
+    assert "bad \ufffd text" in feedback, feedback
+    json.dumps(result.to_dict(), ensure_ascii=False).encode("utf-8")
+    support.assert_healthy(grader)
+
+
 def test_a_deep_directory_tree_is_cleaned_up(grader):
+
     body = """
 base = os.getcwd()
 top = f"top{len(os.listdir(base))}"  # add() runs once per check

@@ -182,3 +182,15 @@ def test_feed_byte_by_byte_across_frames():
         if frame is not None:
             frames.append(frame)
     assert [(f.msg, [bytes(b) for b in f.buffers]) for f in frames] == [({"a": 1}, [b"xyz", b""]), ({"b": 2}, [b"q"])]
+
+
+def test_a_lone_surrogate_half_arrives_as_a_replacement_character():
+    """A child can write "\\ud800" in a header (chr(0xD800) in an exception message): the trusted side gets U+FFFD,
+    so what it stores can be encoded as UTF-8; a whole pair and a written-out backslash stay as they are."""
+    msg = {"error": "bad " + chr(0xD800) + " and " + chr(0xDFFF), "ok": "😀 \\ud800", chr(0xDC00): [chr(0xD83D)]}
+    reader = wire.FrameReader(1024)
+    reader.feed(wire.encode_frame(msg))
+    frame = reader.pop()
+    assert frame is not None
+    assert frame.msg == {"error": "bad \ufffd and \ufffd", "ok": "😀 \\ud800", "\ufffd": ["\ufffd"]}
+    json.dumps(frame.msg, ensure_ascii=False).encode("utf-8")  # encodable: no surrogate is left
