@@ -13,7 +13,7 @@ catalog and fills in the same values (app.web.i18n.error_text, which also shows 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -26,7 +26,7 @@ def N_(message: str) -> str:
 def english(value: object) -> str:
     """A template value as the API's English message writes it (a datetime: minutes, in UTC)."""
     if isinstance(value, datetime):
-        return f"{value:%Y-%m-%d %H:%M} UTC"
+        return f"{value.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
     return str(value)
 
 

@@ -6,7 +6,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from app.error_format import error_response
-from app.errors import DomainError
+from app.errors import N_, DomainError
 from app.metrics.registry import RATE_LIMITED
 
 
@@ -15,8 +15,10 @@ class RateLimited(DomainError):
 
     def __init__(self, limit: str, *, allowed: int, window_s: int, retry_after_s: int) -> None:
         super().__init__(
-            f"rate limit {limit!r} reached: at most {allowed} per {window_s} s; retry in {retry_after_s} s"
+            N_("rate limit %(limit)s reached: at most %(allowed)s per %(window)s s; retry in %(retry)s s"),
+            params={"limit": repr(limit), "allowed": allowed, "window": window_s, "retry": retry_after_s},
         )
+
         self.limit, self.retry_after_s = limit, retry_after_s
 
 

@@ -15,7 +15,7 @@ from app.courses.access import Access, access_for
 from app.courses.models import Offering
 from app.courses.permissions import Action
 from app.deps import RowId, RowIdQuery
-from app.errors import DomainError, Forbidden, Invalid, NotFound
+from app.errors import N_, DomainError, Forbidden, Invalid, NotFound
 from app.gradebook import service as gradebook
 from app.gradebook.stats import set_stats
 from app.gradebook.student_work import student_work
@@ -96,7 +96,7 @@ def validate_and_store(
     with state.session_factory() as session:
         user = session.get(User, user_id)
         if user is None:
-            return 404, {"upload_error": "Your account is gone."}
+            return 404, {"upload_error": N_("Your account is gone.")}
         access = access_for(session, user)
         mine = access.offerings(Action.UPLOAD)
         try:
@@ -119,7 +119,10 @@ def validate_and_store(
             return 422, {"report": exc.report.to_dict(), "gate_texts": exc.report.gate_texts, "filename": filename}
         except DomainError as exc:
             session.rollback()
-            return 422, {"upload_error": exc}  # worded when shown, in the viewer's language
+            # Worded when shown, in the viewer's language. Kept for an hour: without its traceback and cause, which
+            # hold this frame (the whole archive) and the loaded set.
+            exc.__traceback__ = exc.__cause__ = exc.__context__ = None
+            return 422, {"upload_error": exc}
         session.commit()
         return 200, {
             "report": report.to_dict() if created else version.validation_report,
@@ -136,9 +139,13 @@ def upload_page(request: Request, job_id: str, user: WebInstructor, session: Web
     if job is None:
         raise NotFound(for_request(request).gettext("No such upload (uploads are kept for an hour)."))
     if job.done:
-        shown = {k: error_text(request, v) if isinstance(v, DomainError) else v for k, v in job.result.items()}
+        shown = dict(job.result)
+        failed = shown.get("upload_error")  # the error, or a fixed N_-marked message
+        if isinstance(failed, DomainError):
+            shown["upload_error"] = error_text(request, failed)
+        elif failed is not None:
+            shown["upload_error"] = for_request(request).gettext(failed)
         return _instructor_page(request, session, user, job.status, **shown)
-
     return render(request, "instructor/upload_progress.html", 202, job=job, waiting=True)
 
 
