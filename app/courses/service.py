@@ -389,8 +389,17 @@ def resolve(
 
 
 def get_assignment(session: Session, access: Access, assignment_id: int, action: Action = Action.VIEW) -> Assignment:
+    """An assignment of the caller's offerings; to a student only once it is open (as visible_assignments lists),
+    else 404 like one that does not exist (before the role check: a 403 would tell them it is there)."""
     assignment = session.get(Assignment, assignment_id)
-    access.require(assignment.offering_id if assignment else None, action, f"no assignment {assignment_id}")
+    offering_id = assignment.offering_id if assignment else None
+    if (
+        assignment is not None
+        and not access.can(offering_id, Action.VIEW_UNRELEASED)
+        and not _is_open(assignment, assignment.problem_set, utcnow())
+    ):
+        offering_id = None
+    access.require(offering_id, action, f"no assignment {assignment_id}")
     assert assignment is not None
     return assignment
 
