@@ -101,7 +101,7 @@ def import_roster(
             f"{len(result.to_drop)} dropped"
         )
         if apply:
-            roster.apply(session, target, result)
+            roster.apply(session, target, result, link_accounts=True)  # the operator: an admin
             session.commit()
             typer.echo("applied")
         else:

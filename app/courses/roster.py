@@ -149,10 +149,15 @@ def _status_after(member: Membership) -> str:
     return MemberStatus.ACTIVE if member.user_id is not None else MemberStatus.INVITED
 
 
-def apply(session: Session, offering: Offering, result: RosterDiff) -> None:
+def apply(session: Session, offering: Offering, result: RosterDiff, *, link_accounts: bool) -> None:
     """Write the diff; the caller commits once (one transaction). Accounts are looked up in one query and the new
-    rows flushed together (an enrol per row took over a minute for 5 000 rows on SQLite)."""
-    emails = [row.email for row in result.added]
+    rows flushed together (an enrol per row took over a minute for 5 000 rows on SQLite).
+
+    ``link_accounts`` (an admin or the operator): a new row of an email that has an account is that account's, and
+    active. Without it (an instructor) the row stays invited until that person accepts the offering's invitation,
+    as service.enroll's ``link_account``.
+    """
+    emails = [row.email for row in result.added] if link_accounts else []
     accounts = {r.email: r.id for r in session.execute(select(User.email, User.id).where(User.email.in_(emails)))}
     for row in result.added:
         user_id = accounts.get(row.email)

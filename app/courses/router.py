@@ -176,7 +176,9 @@ def list_members(offering_id: RowId, principal: PrincipalDep, session: SessionDe
 
 @router.post("/offerings/{offering_id}/members", response_model=MemberPublic, status_code=201)
 def add_member(offering_id: RowId, body: MemberCreate, principal: PrincipalDep, session: SessionDep) -> MemberPublic:
-    """Add someone by email (instructors); without an account yet they stay invited until they first log in."""
+    """Add someone by email (instructors). They stay invited until they accept the offering's invitation (POST
+    .../invitation): a new account sets its password with it, an existing one accepts it logged in. An admin's
+    entry for an existing account is active at once."""
     offering = service.get_offering(session, principal.access, offering_id, Action.ROSTER)
     member = service.enroll(
         session,
@@ -186,6 +188,7 @@ def add_member(offering_id: RowId, body: MemberCreate, principal: PrincipalDep, 
         section=body.section,
         name=body.name,
         student_id=body.student_id,
+        link_account=principal.user.is_admin,
     )
     session.commit()
     return MemberPublic.model_validate(member)
@@ -217,10 +220,11 @@ def invite_member(
     session: SessionDep,
     settings: SettingsDep,
 ) -> InvitationPublic:
-    """A one-time link for an invited member (no account yet) to set a password; an earlier link stops working.
+    """A one-time link for an invited member to accept this offering (an earlier link stops working): without an
+    account they set a password with it, with one they open it logged in. It activates this membership only.
 
     With AUTOGRADER_SMTP_HOST set it is mailed (``mailed: true``); otherwise, or when mailing fails, the link is in
-    the answer for you to pass on. 409 when the member has an account already (instructors)."""
+    the answer for you to pass on. 409 when the member is active or dropped already (instructors)."""
     offering = service.get_offering(session, principal.access, offering_id, Action.ROSTER)
     member = service.get_member(session, offering, member_id)
     sent = invitations.invite(session, settings, member, base_url=settings.public_url, title=offering.title)
@@ -264,7 +268,7 @@ async def import_roster(
         new_sections=result.new_sections,
     )
     if apply:
-        roster.apply(session, offering, result)
+        roster.apply(session, offering, result, link_accounts=principal.user.is_admin)
         session.commit()
     return preview
 

@@ -141,8 +141,15 @@ def enroll(
     section: str = "",
     name: str = "",
     student_id: str = "",
+    link_account: bool = True,
 ) -> Membership:
-    """Add (or update) a member by email; linked to the account when there is one, else pending (invited)."""
+    """Add (or update) a member by email; linked to the account when there is one, else pending (invited).
+
+    ``link_account`` False (an instructor's roster entry): an existing account is not linked either, the row stays
+    invited until that person accepts it with the offering's invitation; an instructor cannot put a row on
+    someone's account (or on an account someone made for an address that is not theirs). True for admins, the
+    operator and the account's own holder (creating an offering, joining).
+    """
     email = email.strip().lower()
     if "@" not in email or len(email) > 254:
         raise Invalid(N_("%(email)s is not an email address"), field="email", params={"email": repr(email)})
@@ -153,14 +160,19 @@ def enroll(
         session.add(member)
     member.role, member.section = role, section or member.section
     member.name, member.student_id = name or member.name, student_id or member.student_id
-    member.user_id = user.id if user is not None else None
-    member.status = MemberStatus.ACTIVE if user is not None else MemberStatus.INVITED
+    if user is None:
+        member.user_id = None
+    elif link_account:
+        member.user_id = user.id
+    # Linked: accepted once (or vouched for), so being added again makes it active (a dropped member back).
+    member.status = MemberStatus.ACTIVE if member.user_id is not None else MemberStatus.INVITED
     session.flush()
     return member
 
 
 def claim_pending(session: Session, user: User) -> int:
-    """A new account takes over the roster rows loaded for its email before it existed."""
+    """An account whose address is proven (app.users.service.create_user's ``email_proven``, a mailed invitation)
+    takes over the roster rows loaded for its email and not accepted yet."""
     rows = list(session.scalars(select(Membership).where(Membership.email == user.email, Membership.user_id.is_(None))))
     for row in rows:
         row.user_id = user.id
@@ -189,7 +201,8 @@ def set_member(
         member.role = role
     if status is not None:
         if status == MemberStatus.ACTIVE and member.user_id is None:
-            raise Invalid(N_("a member without an account stays invited until they log in"), field="status")
+            # Also when an account of the email exists: that person accepts with the offering's invitation.
+            raise Invalid(N_("a member stays invited until they accept the invitation"), field="status")
         member.status = status
     if section is not None:
         member.section = section.strip()
@@ -217,7 +230,12 @@ def join(session: Session, *, user: User, code: str) -> Membership:
     if existing is not None:
         if existing.status == MemberStatus.DROPPED:
             raise Forbidden(N_("you were dropped from this offering; ask the instructor to add you again"))
-        existing.user_id, existing.status = user.id, MemberStatus.ACTIVE
+        if existing.user_id != user.id:
+            # A roster row the instructor made for this email (perhaps as TA, with a student id): a join code says
+            # "in the room", not "owns the address", so it does not hand that row to whoever holds the account.
+            raise Conflict(N_("you are on this offering's roster already: accept it with the invitation link your "
+                              "instructor sends you"), field="code")  # fmt: skip
+        existing.status = MemberStatus.ACTIVE
         session.flush()
         return existing
     return enroll(session, offering=offering, email=user.email, source=MemberSource.JOIN_CODE, name=user.display_name)
@@ -389,8 +407,17 @@ def resolve(
 
 
 def get_assignment(session: Session, access: Access, assignment_id: int, action: Action = Action.VIEW) -> Assignment:
+    """An assignment of the caller's offerings; to a student only once it is open (as visible_assignments lists),
+    else 404 like one that does not exist (before the role check: a 403 would tell them it is there)."""
     assignment = session.get(Assignment, assignment_id)
-    access.require(assignment.offering_id if assignment else None, action, f"no assignment {assignment_id}")
+    offering_id = assignment.offering_id if assignment else None
+    if (
+        assignment is not None
+        and not access.can(offering_id, Action.VIEW_UNRELEASED)
+        and not _is_open(assignment, assignment.problem_set, utcnow())
+    ):
+        offering_id = None
+    access.require(offering_id, action, f"no assignment {assignment_id}")
     assert assignment is not None
     return assignment
 

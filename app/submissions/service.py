@@ -17,7 +17,7 @@ from app.courses.permissions import Action
 from app.courses.policy import Closed, InvalidFormat, policy_for
 from app.db import utcnow
 from app.errors import N_, Conflict, Invalid, NotFound
-from app.problemsets.models import ProblemSet, ProblemSetVersion
+from app.problemsets.models import ProblemSet
 from app.problemsets.service import loaded_version
 from app.submissions.allocation import store_next_attempt
 from app.submissions.models import Source, Status, Submission
@@ -189,7 +189,9 @@ def list_for(
     if user_id is not None:
         query = query.where(Submission.user_id == user_id)
     if problem_set is not None:
-        query = query.join(ProblemSetVersion).join(ProblemSet).where(ProblemSet.slug == problem_set)
+        # Through the assignment's set, with the ON spelled out: a bare join(ProblemSetVersion) took the path through
+        # Assignment.pinned_version_id, so only submissions of pinned assignments matched.
+        query = query.join(ProblemSet, Assignment.problem_set_id == ProblemSet.id).where(ProblemSet.slug == problem_set)
     if problem_id is not None:
         query = query.where(Submission.problem_id == problem_id)
     return list(session.scalars(query))

@@ -1,8 +1,14 @@
-"""Invitations: a one-time link that lets an invited roster member (no account yet) set a password.
+"""Invitations: a one-time link that activates one roster row of one offering.
+
+For an email without an account the link sets a password and creates the account; for one with an account, that
+account (logged in) accepts the offering with it. Either way the link activates its own membership and no other:
+a link the instructor was handed to pass on (no SMTP, or the mail failed) proves only that the instructor chose
+whom to give it, not who owns the address, so another offering's pending row for the same email stays pending.
+Only a link the server mailed itself (``mailed_at``) proves the address, and then the new account also takes over
+the rows other offerings loaded for it before it existed.
 
 The link carries 256 random bits; only their SHA-256 is stored (like API tokens), so a database dump opens no
-account. A link works once, until it expires, and only while no account exists for its email: it creates an
-account, it never resets the password of one.
+account. A link works once, until it expires; it never resets the password of an account.
 """
 
 from __future__ import annotations
@@ -11,20 +17,22 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from app import mail
 from app.config import Settings
+from app.courses import service as courses
 from app.courses.models import Membership, MemberStatus
 from app.db import utcnow
-from app.errors import N_, Conflict, DomainError, Invalid
+from app.errors import N_, Conflict, DomainError, Forbidden, Invalid
 from app.security import hash_token
 from app.users.models import Invitation, Role, User
 from app.users.service import create_user
 
 LINK_PATH = "/invite/"
-HAS_ACCOUNT = N_("%(email)s has an account already; they log in with it")
+HAS_ACCOUNT = N_("%(email)s is not waiting for an invitation (a member already, or dropped)")
+NOT_YOURS = N_("this invitation is for %(email)s; log in as that account to accept it")
 
 
 class InvitationInvalid(DomainError):
@@ -44,10 +52,8 @@ class Issued:
 
 
 def issue(session: Session, member: Membership, *, valid_for: timedelta) -> Issued:
-    """A new link for an invited member; any earlier link of theirs stops working."""
+    """A new link for a member who has not accepted the offering yet; any earlier link of theirs stops working."""
     if member.user_id is not None or member.status != MemberStatus.INVITED:
-        raise Conflict(HAS_ACCOUNT, field="member", params={"email": member.email})
-    if session.scalar(select(User.id).where(User.email == member.email)) is not None:
         raise Conflict(HAS_ACCOUNT, field="member", params={"email": member.email})
     session.execute(delete(Invitation).where(Invitation.membership_id == member.id))
     token = secrets.token_urlsafe(32)
@@ -55,6 +61,11 @@ def issue(session: Session, member: Membership, *, valid_for: timedelta) -> Issu
     session.add(invitation)
     session.flush()
     return Issued(invitation, token)
+
+
+def account_of(session: Session, member: Membership) -> User | None:
+    """The account of the member's email, if one exists (then the link is accepted by logging in as it)."""
+    return session.scalar(select(User).where(User.email == member.email))
 
 
 def pending(session: Session, token: str, *, lock: bool = False) -> tuple[Invitation, Membership]:
@@ -72,28 +83,51 @@ def pending(session: Session, token: str, *, lock: bool = False) -> tuple[Invita
     assert member is not None  # the foreign key cascades
     if member.status == MemberStatus.DROPPED:
         raise InvitationInvalid(N_("this invitation was withdrawn; ask your instructor"))
-    if member.user_id is not None or session.scalar(select(User.id).where(User.email == member.email)):
+    if member.user_id is not None:  # accepted meanwhile (another link, an admin, a proven account's claim)
         raise InvitationInvalid(N_("an account for %(email)s exists already; log in with it"),
                                 params={"email": member.email})  # fmt: skip
     return invitation, member
 
 
 def accept(session: Session, token: str, *, password: str, confirm: str, now: datetime | None = None) -> User:
-    """Set the password: create the account for the invitation's email and activate its memberships (one
-    transaction; the caller commits). The link is used up."""
+    """Set the password: create the account for the invitation's email and activate the invitation's membership
+    (one transaction; the caller commits). Only a link the server mailed also hands the account the other
+    offerings' pending rows of the email. The link is used up."""
     invitation, member = pending(session, token, lock=True)
+    if account_of(session, member) is not None:
+        raise InvitationInvalid(N_("an account for %(email)s exists already; log in with it"),
+                                params={"email": member.email})  # fmt: skip
     if password != confirm:
         raise Invalid(N_("the two passwords differ"), field="password")
     if len(password) < 8:
         raise Invalid(N_("passwords need at least %(num)s characters"), field="password", params={"num": 8})
+    proven = invitation.mailed_at is not None
     user, _ = create_user(
-
         session, email=member.email, role=Role.STUDENT, password=password, display_name=member.name,
-        enroll_default=False,
+        enroll_default=False, email_proven=proven,
     )  # fmt: skip
+    _activate(session, invitation, member, user, now=now)
+    return user
+
+
+def accept_as(session: Session, token: str, *, user: User, now: datetime | None = None) -> Membership:
+    """The logged-in account of the invitation's email accepts the offering: that one membership turns active (the
+    caller commits). Anyone else's session is refused: the link is for the person the instructor invited."""
+    invitation, member = pending(session, token, lock=True)
+    if user.email != member.email:
+        raise Forbidden(NOT_YOURS, params={"email": member.email})
+    if invitation.mailed_at is not None:
+        courses.claim_pending(session, user)  # a mailed link proves the address, as at account creation
+    _activate(session, invitation, member, user, now=now)
+    return member
+
+
+def _activate(
+    session: Session, invitation: Invitation, member: Membership, user: User, *, now: datetime | None
+) -> None:
+    member.user_id, member.status = user.id, MemberStatus.ACTIVE
     invitation.used_at = now or utcnow()
     session.flush()
-    return user
 
 
 @dataclass(frozen=True)
@@ -114,13 +148,24 @@ def invite(session: Session, settings: Settings, member: Membership, *, base_url
     session.commit()
     if not mail.configured(settings):
         return Delivery(member.email, expires, mailed=False, link=link)
-    body = (
-        f"You are on the roster of {title}.\n\n"
-        f"Set your password here (the link works once, until {expires:%Y-%m-%d %H:%M} UTC):\n{link}\n\n"
-        "Then log in with this email address. If you did not expect this, ignore it.\n"
-    )
+    if account_of(session, member) is None:
+        body = (
+            f"You are on the roster of {title}.\n\n"
+            f"Set your password here (the link works once, until {expires:%Y-%m-%d %H:%M} UTC):\n{link}\n\n"
+            "Then log in with this email address. If you did not expect this, ignore it.\n"
+        )
+    else:
+        body = (
+            f"You are on the roster of {title}.\n\n"
+            f"Log in with this email address, then open this link to join (it works once, until "
+            f"{expires:%Y-%m-%d %H:%M} UTC):\n{link}\n\nIf you did not expect this, ignore it.\n"
+        )
     try:
         mail.send(settings, to=member.email, subject=f"Your account for {title}", body=body)
     except mail.MailFailed as exc:
         return Delivery(member.email, expires, mailed=False, link=link, mail_error=str(exc))
+    # Marked only once the mail is out, and only this link (a newer one replaces it unmarked): a mailed link is
+    # the one proof of the address there is. An UPDATE, not the object: a link replaced meanwhile updates nothing.
+    session.execute(update(Invitation).where(Invitation.id == issued.invitation.id).values(mailed_at=utcnow()))
+    session.commit()
     return Delivery(member.email, expires, mailed=True, link=None)

@@ -73,7 +73,8 @@ class ApiToken(Base):
 
 
 class Invitation(Base):
-    """A one-time link that lets an invited roster member (no account yet) set a password.
+    """A one-time link that activates one invited roster row: it sets the password of a new account, or an
+    existing account of the row's email accepts the offering with it.
 
     Only the SHA-256 of the link's token is stored; the plain token is shown or mailed once. A new invitation for
     the same member replaces the old one; a used or expired one opens nothing.
@@ -86,4 +87,7 @@ class Invitation(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
     used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Set once the server mailed the link itself: only then does using it prove the address (a link handed to the
+    # instructor to pass on proves nothing), and only then may the account take other offerings' pending rows.
+    mailed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -46,12 +46,15 @@ def create_user(
     password: str | None = None,
     display_name: str = "",
     enroll_default: bool = True,
+    email_proven: bool = True,
 ) -> tuple[User, str]:
     """Create a user; returns (user, password). A random password is generated when none is given.
 
     ``role`` admin makes a global admin; any other role enrols the user with it in the default offering (unless
-    ``enroll_default`` is False). Either way the user takes over the roster rows loaded for their email before the
-    account existed.
+    ``enroll_default`` is False). With ``email_proven`` (an admin or the operator made the account, or a link the
+    server mailed to the address was used) the user takes over the roster rows loaded for their email before the
+    account existed; without it (a link handed to an instructor) those rows stay pending for their own offerings'
+    invitations.
     """
     email = email.strip().lower()
     if "@" not in email or len(email) > 254:
@@ -64,7 +67,8 @@ def create_user(
     user = User(email=email, role=global_role, password_hash=hash_password(password), display_name=display_name)
     session.add(user)
     session.flush()
-    courses.claim_pending(session, user)
+    if email_proven:
+        courses.claim_pending(session, user)
     if role != Role.ADMIN and enroll_default:
         courses.enroll(
             session, offering=courses.home_offering(session), email=email, role=MemberRole(role), name=display_name

@@ -209,7 +209,7 @@ async def import_roster(
             request, session, access, offering, 422, error=exc.message, bad_rows=exc.extra.get("errors", [])
         )
     if _text(form, "apply") == "yes":
-        roster.apply(session, offering, result)
+        roster.apply(session, offering, result, link_accounts=user.is_admin)
         session.commit()
         return _roster_page(request, session, access, offering, applied=result)
     return _roster_page(
@@ -283,21 +283,38 @@ def _not_logged_in(request: Request, user: User | None) -> None:
 def _invite_page(
     request: Request, session: WebSession, user: User | None, token: str, status: int = 200, **extra: Any
 ) -> Response:
-    _not_logged_in(request, user)
     _, member = invitations.pending(session, token)
-    return render(request, "courses/invite.html", status, email=member.email, token=token, **extra)
+    account = invitations.account_of(session, member)
+    if account is None:
+        _not_logged_in(request, user)
+        return render(request, "courses/invite.html", status, email=member.email, token=token, **extra)
+    # The email has an account: that account, logged in, accepts this one offering (no password is set here).
+    if user is not None and user.id != account.id:
+        raise Forbidden(invitations.NOT_YOURS, params={"email": member.email})
+    return render(request, "courses/invite.html", status, email=member.email, token=token, joining=member.offering,
+                  role=member.role, logged_in=user is not None, **extra)  # fmt: skip
 
 
 @router.get("/invite/{token}", dependencies=[LimitUnauthenticated])
 def invite_page(request: Request, token: str, user: MaybeUser, session: WebSession) -> Response:
-    """The set-password form of a one-time invitation link (410 for a used, expired or unknown one)."""
+    """An invitation link: the set-password form (no account yet), or the account's accept button (log in first);
+    410 for a used, expired or unknown one."""
     return _invite_page(request, session, user, token[:100])
 
 
 @router.post("/invite/{token}", dependencies=[LimitUnauthenticated])
 def accept_invite(request: Request, token: str, form: CheckedForm, user: MaybeUser, session: WebSession) -> Response:
-    """Set the password: the account is created, the roster rows become active, the link is used up."""
+    """Accept: set the password (a new account) or join as the logged-in account of the email. The invitation's
+    membership becomes active (not the email's rows elsewhere, unless the server mailed the link), the link is used
+    up."""
     token = token[:100]
+    _, member = invitations.pending(session, token)
+    if invitations.account_of(session, member) is not None:
+        if user is None:
+            return RedirectResponse(f"/login?next=/invite/{token}", status_code=303)
+        joined = invitations.accept_as(session, token, user=user)
+        session.commit()
+        return RedirectResponse(f"/offerings/{joined.offering_id}", status_code=303)
     _not_logged_in(request, user)  # accept() refuses a used, expired, unknown or taken link
     try:
         made = invitations.accept(

@@ -183,10 +183,10 @@ def test_without_smtp_the_link_is_shown_to_the_instructor(client, sessions, acco
     path = second.group(1)[second.group(1).index("/invite/") :]
     assert _set_password(newbie, path, "another-password").status_code == 200
     assert _logs_in(newbie, "newbie@example.com", "another-password")
-    # The API: someone with an account cannot be invited (the link would reset a password).
+    # The API: a member who accepted cannot be invited again.
     resp = client.post(f"/api/v1/offerings/{offering_id}/members/{member_id}/invitation",
                        headers=accounts["instructor"].headers)  # fmt: skip
-    assert resp.status_code == 409 and "has an account" in resp.json()["detail"][0]["msg"]
+    assert resp.status_code == 409 and "not waiting for an invitation" in resp.json()["detail"][0]["msg"]
 
 
 def test_forged_expired_and_foreign_links_are_refused(client, sessions, accounts: dict[str, Account]) -> None:  # type: ignore[no-untyped-def]
