@@ -107,6 +107,9 @@ class Settings(BaseSettings):
         description="this service's address as browsers and LMSs reach it (the LTI URLs are built from it)",
     )
     lti_key_grace_s: int = Field(default=7 * 86400, ge=0, description="a rotated LTI key stays published this long")
+    lti_clock_leeway_s: float = Field(
+        default=60, ge=0, le=600, description="how far an LMS's clock may be off for an id_token's iat, nbf and exp"
+    )
     lti_passback_retry_delays_s: list[float] = Field(
         default=[10, 60, 300, 1800, 7200, 21600],
         description="the waits before each retry of an LTI grade passback (+-20 % jitter; Retry-After wins)",

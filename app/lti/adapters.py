@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import jwt
 import requests
 from pylti1p3.cookie import CookieService
 from pylti1p3.deployment import Deployment
@@ -221,12 +222,30 @@ JWKS_CACHE = _JwksCache()
 
 class FastApiMessageLaunch(MessageLaunch[PlainRequest, DatabaseToolConf, SingleUseNonces, CollectingCookies]):
     """pylti1p3's launch validation with what it leaves out: exp and iat required, the audience checked against
-    the registration (azp too when there are several), the keyset cached and refetched on an unknown kid."""
+    the registration (azp too when there are several), the keyset cached and refetched on an unknown kid, and a
+    leeway for the platform's clock (``leeway_s``, AUTOGRADER_LTI_CLOCK_LEEWAY_S)."""
+
+    leeway_s: float = 60.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # PyJWT takes a list under "require"; pylti1p3 types the options as booleans only.
         self.set_jwt_verify_options({"verify_aud": False, "require": ["exp", "iat"]})  # type: ignore[dict-item]
+
+    def validate_jwt_signature(self) -> FastApiMessageLaunch:
+        # pylti1p3's own check passes no leeway to PyJWT, so an LMS whose clock runs 2 s fast had its launches
+        # refused now and then ("not yet valid"); the same happened to a token 1 s past its exp. PyJWT applies
+        # the leeway to exp, nbf and iat alike.
+        public_key, key_alg = self.get_public_key()
+        try:
+            jwt.decode(
+                self._get_id_token(), public_key, algorithms=[key_alg],
+                options=self._jwt_verify_options,  # type: ignore[arg-type]
+                leeway=self.leeway_s,
+            )  # fmt: skip
+        except jwt.InvalidTokenError as exc:
+            raise LtiException(f"Can't decode id_token: {exc}") from exc
+        return self
 
     def _get_request_param(self, key: str) -> str:
         return self._request.get_param(key)

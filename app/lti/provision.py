@@ -21,31 +21,13 @@ from app.errors import Forbidden, NotFound
 from app.lti import deep_linking
 from app.lti.models import LtiContext, LtiPlatform, LtiResourceLink, LtiUser
 from app.lti.registration import platform_for
+from app.lti.roles import map_role
 from app.lti.tool import Launch, LaunchRefused
 from app.users.models import GlobalRole, User
 
 RESOURCE_LINK = "LtiResourceLinkRequest"
 DEEP_LINKING = "LtiDeepLinkingRequest"
-_ROLE_BASE = "http://purl.imsglobal.org/vocab/lis/v2/"
 NO_PASSWORD = "!lti"  # noqa: S105 - a marker that is no hash
-
-
-def map_role(roles: list[str]) -> MemberRole:
-    """The LTI roles of a launch (context roles, or short names as LTI 1.1 wrote them) as our course role.
-
-    A teaching assistant is a sub-role of Instructor (membership/Instructor#TeachingAssistant), so it is looked for
-    first; a context Administrator or ContentDeveloper acts as an instructor; a Mentor observes.
-    """
-    names = {r.removeprefix(_ROLE_BASE) for r in roles}
-    if any(n.endswith("#TeachingAssistant") or n == "TeachingAssistant" for n in names):
-        return MemberRole.TA
-    if names & {"membership#Instructor", "Instructor", "membership#Administrator", "membership#ContentDeveloper"}:
-        return MemberRole.INSTRUCTOR
-    if names & {"membership#Learner", "Learner", "Student"}:
-        return MemberRole.STUDENT
-    if names & {"membership#Mentor", "Mentor"}:
-        return MemberRole.OBSERVER
-    return MemberRole.STUDENT
 
 
 def lti_user(session: Session, *, issuer: str, sub: str, email: str, name: str) -> User:
@@ -221,6 +203,12 @@ def provision(session: Session, launch: Launch, *, link_to: int | None = None) -
     """
     platform = platform_for(session, launch.issuer, launch.client_id)
     role = map_role(launch.roles)
+    if role is None:
+        # No context role (an empty roles claim, or only institution/system roles: an LMS admin not enrolled).
+        raise LaunchRefused(
+            "your LMS gives you no role in this course, so this tool has nothing to show you; if you should be "
+            "in it, ask the course's instructor to enrol you there"
+        )
     if launch.message_type == DEEP_LINKING and role not in STAFF_ROLES:
         raise LaunchRefused("only instructors pick problem sets for the LMS (deep linking)")
     if launch.message_type == DEEP_LINKING:

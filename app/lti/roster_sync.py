@@ -23,7 +23,8 @@ from app.db import session_scope, utcnow
 from app.errors import DomainError
 from app.lti.adapters import DatabaseToolConf
 from app.lti.models import LtiContext, LtiPlatform, LtiRosterSync, LtiUser
-from app.lti.provision import lti_user, map_role, upsert_member
+from app.lti.provision import lti_user, upsert_member
+from app.lti.roles import map_role
 from app.lti.services import PlatformClient, ServiceError
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,10 @@ def contexts_of(session: Session, offering_id: int) -> list[LtiContext]:
     )
 
 
+def _linked(session: Session, issuer: str, sub: str) -> bool:
+    return session.scalar(select(LtiUser.id).where(LtiUser.issuer == issuer, LtiUser.sub == sub)) is not None
+
+
 def apply_members(
     session: Session, ctx: LtiContext, platform: LtiPlatform, members: list[dict[str, Any]]
 ) -> SyncResult:
@@ -60,17 +65,21 @@ def apply_members(
         sub = str(m.get("user_id") or "")
         if not sub:
             continue
-        status = str(m.get("status") or "Active")
+        if str(m.get("status") or "Active") != "Active":
+            continue  # Inactive or Deleted: no account made for them here; an active row of theirs is dropped below
+        role = map_role([str(r) for r in m.get("roles") or []])
+        if role is None and not _linked(session, platform.issuer, sub):
+            continue  # no role in this course (only institution or system roles) and never here: nothing to add
         user = lti_user(session, issuer=platform.issuer, sub=sub, email=str(m.get("email") or ""),
                         name=str(m.get("name") or ""))  # fmt: skip
         existing = session.scalar(
             select(Membership).where(Membership.offering_id == offering.id, Membership.user_id == user.id)
         )
-        if status != "Active":
-            continue  # dropped below (if a student)
-        role = map_role([str(r) for r in m.get("roles") or []])
-        if existing is not None and existing.source != MemberSource.LTI:
+        if existing is None and role is None:
+            continue
+        if existing is not None and (existing.source != MemberSource.LTI or role is None):
             role = MemberRole(existing.role)  # a member added here keeps the role given here
+        assert role is not None
         before = (existing.role, existing.status, existing.name) if existing is not None else None
         member = upsert_member(session, offering=offering, user=user, role=role, name=str(m.get("name") or ""),
                                lis_id=str(m.get("lis_person_sourcedid") or ""))  # fmt: skip

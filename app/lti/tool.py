@@ -102,14 +102,16 @@ def login_redirect(
 
 def validate_launch(
     factory: sessionmaker[Session], keys: KeyStore, *, params: Mapping[str, str], cookies: Mapping[str, str],
-    secure: bool,
+    secure: bool, leeway_s: float = 60.0,
 ) -> Launch:  # fmt: skip
-    """Validate the id_token the platform posted (signature, iss, aud, nonce, state, exp, deployment, message)."""
+    """Validate the id_token the platform posted (signature, iss, aud, nonce, state, exp, deployment, message);
+    ``leeway_s`` is how far the platform's clock may be off for iat, nbf and exp."""
     request = _request(params, cookies, secure)
     storage = DatabaseLaunchStorage(factory)
     launch = FastApiMessageLaunch(
         request, DatabaseToolConf(factory, keys), SingleUseNonces(request, storage), CollectingCookies(request)
     )
+    launch.leeway_s = leeway_s
     try:
         body: dict[str, Any] = dict(launch.validate().get_launch_data())
         launch_id = launch.get_launch_id()

@@ -103,8 +103,9 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
     """A refused launch is an error page (401) and a log line, with nothing written."""
     keys = key_store(settings.data_dir, settings.lti_key_grace_s)
     claims = tool.validate_launch(
-        request.app.state.session_factory, keys, params=params, cookies=request.cookies, secure=_secure(request)
-    )
+        request.app.state.session_factory, keys, params=params, cookies=request.cookies, secure=_secure(request),
+        leeway_s=settings.lti_clock_leeway_s,
+    )  # fmt: skip
     choices = lti_provision.link_choices(session, claims)
     if choices:
         # An LMS course not linked yet, launched by an instructor who teaches offerings here: they choose first

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
+from typing import Any
 
 from graders.results import PartResult
 
@@ -20,8 +22,31 @@ MAX_ANSWER_CHARS = 10_000
 _TRAILING_PUNCT = "。.,，;；、"
 # NFKC leaves these as they are; map them to their ASCII counterparts by hand.
 _EXTRA_FOLDS = str.maketrans({"【": "[", "】": "]", "「": '"', "」": '"', "、": ",", "\u2212": "-", "\u3000": " "})
-_CJK = r"\u3400-\u9fff\uf900-\ufaff"
+# The Han ranges, for character classes: "[" + CJK_RANGES + "]" is one Chinese character.
+CJK_RANGES = r"\u3400-\u9fff\uf900-\ufaff"
+_CJK = CJK_RANGES
+_HAS_CJK = re.compile(rf"[{_CJK}]")
 _SPACE_NEAR_CJK = re.compile(rf"(?<=[{_CJK}])\s+|\s+(?=[{_CJK}])")
+
+
+@lru_cache(maxsize=1)
+def _t2s() -> Any:
+    # Loaded at the first text answer, not at import: the CLI's --help never needs the dictionaries.
+    import opencc
+
+    return opencc.OpenCC("t2s")
+
+
+def to_simplified(text: str) -> str:
+    """Traditional Chinese characters as simplified ones (OpenCC's t2s): ``解碼器`` is ``解码器``.
+
+    Students in Taiwan and Hong Kong, and anyone whose input method is set to traditional characters, write the
+    same words in the other script; OpenCC's phrase tables get the one-to-many cases (乾燥/干, 後/后) right, which a
+    character table cannot. Text without Chinese characters is returned as it is, without a call.
+    """
+    if not _HAS_CJK.search(text):
+        return text
+    return str(_t2s().convert(text))
 
 
 def fold_width(text: str) -> str:
@@ -42,11 +67,12 @@ def strip_trailing_punct(text: str) -> str:
 def normalize_text(text: str, *, case_sensitive: bool = False) -> str:
     """Canonical form used to compare free-text answers.
 
-    NFKC, whitespace collapsed, whitespace next to Chinese characters removed (Chinese has no word spaces, so
-    "位置 编码" means "位置编码"), trailing sentence punctuation stripped, and case folded unless case matters.
-    Trailing punctuation is stripped before the width fold so that the ideographic "。" goes too.
+    NFKC, traditional Chinese as simplified, whitespace collapsed, whitespace next to Chinese characters removed
+    (Chinese has no word spaces, so "位置 编码" means "位置编码"), trailing sentence punctuation stripped, and case
+    folded unless case matters. Trailing punctuation is stripped before the width fold so that the ideographic "。"
+    goes too.
     """
-    text = strip_trailing_punct(collapse_whitespace(unicodedata.normalize("NFKC", text)))
+    text = strip_trailing_punct(collapse_whitespace(to_simplified(unicodedata.normalize("NFKC", text))))
     text = strip_trailing_punct(collapse_whitespace(text.translate(_EXTRA_FOLDS)))
     text = _SPACE_NEAR_CJK.sub("", text)
     return text if case_sensitive else text.casefold()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 import re
 
-from graders.answers.expr_errors import ExprEvalError, ExprSyntaxError, ExprTooBig
+from graders.answers.equation import Equation, last_side, read_equation
+from graders.answers.expr_errors import ExprError, ExprEvalError, ExprSyntaxError, ExprTooBig
 from graders.answers.mathtext import superscripts_to_powers
-from graders.answers.normalize import fold_width, precheck, quote, right, strip_trailing_punct, wrong
+from graders.answers.normalize import CJK_RANGES, fold_width, precheck, quote, right, strip_trailing_punct, wrong
 from graders.answers.safe_expr import evaluate, parse_expression
 from graders.answers.specs import NumericSpec
 from graders.results import PartResult
@@ -22,6 +23,15 @@ _SPACED_THOUSANDS = re.compile(
     rf"\d{{1,3}}(?:{_SPACE_SEP}\d{{3}})+(?:\.\d+)?(?![\d,])(?!{_SPACE_SEP}\d)"
 )
 _SPACE_SEP_CHARS = re.compile(_SPACE_SEP)
+# "约 0.67", "≈" is read by equation.py. The tolerance decides whether a rounded value is close enough.
+_APPROX = re.compile(r"^(?:约|大约|大概|approx\.?|approximately|about|~)\s*", re.IGNORECASE)
+# A count with its noun: "32维", "1048576个", "64 dims". Numeral characters (万, 亿, 千, 分之) are not units: "3万"
+# is not 3, so it stays unreadable rather than being graded as a wrong value.
+_UNIT_WORD = re.compile(
+    rf"(?<=[\d.)])\s*(?:[{CJK_RANGES}]+|(?:dims?|dimensions?|elements?|entries|entry|tokens?|heads?|parameters?))$",
+    re.IGNORECASE,
+)
+_NUMERAL_CHARS = set("万亿千百十兆分之点倍")
 
 
 def read_number(text: str) -> float:
@@ -31,13 +41,32 @@ def read_number(text: str) -> float:
         ExprError: with a student-safe message when it cannot be read or evaluated.
     """
     text = strip_trailing_punct(fold_width(superscripts_to_powers(text)).strip())
-    text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
-    text = _SPACED_THOUSANDS.sub(lambda m: _SPACE_SEP_CHARS.sub("", m.group()), text)
+    text = _APPROX.sub("", text)
+    unit = _UNIT_WORD.search(text)
+    if unit is not None and not _NUMERAL_CHARS & set(unit.group()):
+        text = text[: unit.start()]
+    text = without_thousands_separators(text)
     scale = 1.0
     if text.endswith("%"):
         # A percentage is the fraction it names: "66.7%" is 0.667.
         text, scale = text[:-1], 0.01
     return evaluate(parse_expression(text)) * scale
+
+
+def without_thousands_separators(text: str) -> str:
+    """``1,048,576`` and ``1 048 576`` (also with thin spaces or LaTeX ``\\,``) as ``1048576``."""
+    text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
+    return _SPACED_THOUSANDS.sub(lambda m: _SPACE_SEP_CHARS.sub("", m.group()), text)
+
+
+def _equation(submitted: str, spec: NumericSpec) -> Equation:
+    def earns(side: str) -> bool | None:
+        try:
+            return matches(read_number(side), spec)
+        except ExprError:
+            return None  # not a number: a label such as "d/H"
+
+    return read_equation(submitted, spec.names, earns)
 
 
 def round_sig(x: float, sig_figs: int) -> float:
@@ -76,6 +105,10 @@ def grade_numeric(submitted: str, spec: NumericSpec) -> PartResult:
     rejected = precheck(submitted)
     if rejected is not None:
         return rejected
+    equation = _equation(submitted, spec)
+    if equation.refusal is not None:
+        return wrong(equation.refusal)
+    submitted = equation.value
     try:
         value = read_number(submitted)
     except ExprSyntaxError:
@@ -96,6 +129,7 @@ def _not_a_number(submitted: str) -> str:
 
 def numeric_format_error(submitted: str, spec: NumericSpec) -> str | None:
     """Why ``submitted`` cannot be read as a number at all (a format error, not a wrong answer), or None."""
+    submitted = last_side(submitted)
     try:
         read_number(submitted)
     except ExprSyntaxError:

@@ -18,8 +18,7 @@ from graders.answers.normalize import MAX_ANSWER_CHARS
 from graders.answers.numeric import format_number, read_number
 from graders.answers.safe_expr import CONSTANTS, parse_expression
 from graders.answers.shape import read_shape
-from graders.answers.size import _UNITS as _SIZE_UNITS
-from graders.answers.size import _VALID_UNITS, read_amount
+from graders.answers.size import _VALID_UNITS, canonical_unit, read_amount
 from graders.answers.specs import MatrixSpec, NumericSpec, ShapeSpec, SizeSpec, SymbolicSpec
 
 
@@ -123,21 +122,18 @@ def preview_shape(text: str, spec: ShapeSpec) -> Preview:
 
 
 def _unit_latex(unit: str) -> str:
-    # read_amount gives the unit lower-cased: "kib" -> KiB, "mb" -> MB, "字节" -> B.
-    if unit in ("", "b", "byte", "bytes", "字节"):  # a bare number is read as bytes
-        return r"\text{B}"
-    if unit.endswith("ib"):
-        return rf"\text{{{unit[0].upper()}iB}}"
-    return rf"\text{{{unit.upper()}}}"
+    # canonical_unit gives MiB, KB, Mib, B or b: KaTeX shows it as text, upright.
+    return rf"\text{{{unit}}}"
 
 
 def preview_size(text: str, spec: SizeSpec) -> Preview:
     read = None if _too_long(text) else read_amount(text)
     if read is None:
         return Preview(error="not a size: write a number and a unit such as 1.5 KiB or 512 B")
-    amount, unit = read
-    if unit not in _SIZE_UNITS:
-        return Preview(error=f"unknown unit {unit[:20]!r}; use one of {_VALID_UNITS}")
+    amount, typed = read
+    unit = canonical_unit(typed)
+    if unit is None:
+        return Preview(error=f"unknown unit {typed[:20]!r}; use one of {_VALID_UNITS}")
     return Preview(latex=rf"{_fraction(amount)}\,{_unit_latex(unit)}")
 
 

@@ -90,6 +90,32 @@ def _with_implicit_products(tokens: list[Token]) -> str:
     return " ".join(out)
 
 
+_BRACKETS = str.maketrans("[]", "()")
+_INDEXING = re.compile(r"\]\s*\[")
+
+
+def _brackets_as_grouping(plain: str) -> str:
+    """Square brackets group as round ones do in handwriting: ``exp(a)/[exp(a)+1]``.
+
+    Not a Python list or an index (``[0.67]``, ``[1][0]``): those stay unreadable, as a number is expected.
+    """
+    if "[" not in plain or _INDEXING.search(plain):
+        return plain
+    if plain.startswith("[") and _closing(plain, 0) == len(plain) - 1:
+        return plain
+    return plain.translate(_BRACKETS)
+
+
+def _closing(text: str, start: int) -> int:
+    depth = 0
+    for i in range(start, len(text)):
+        depth += text[i] == "["
+        depth -= text[i] == "]"
+        if depth == 0:
+            return i
+    return -1
+
+
 def _check_nesting(plain: str) -> None:
     depth = 0
     for c in plain:
@@ -104,6 +130,7 @@ def _plain_tokens(text: str) -> list[Token]:
         raise ExprTooBig(f"the expression is too long (at most {MAX_CHARS} characters)")
     # Trailing sentence punctuation ("sqrt(d_k)。") is not part of the formula; "2." loses nothing either.
     plain = unicode_math_to_ascii(latex_to_plain(strip_trailing_punct(text.strip())))
+    plain = _brackets_as_grouping(plain)
     _check_nesting(plain)
     return _tokenize(plain)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from graders.answers.equation import Equation, last_side, read_equation
 from graders.answers.normalize import fold_width, precheck, quote, right, strip_trailing_punct, wrong
 from graders.answers.specs import ShapeSpec
 from graders.results import PartResult
@@ -12,11 +13,15 @@ from graders.results import PartResult
 _SEPARATORS = re.compile(r"\s*[×xX*,]\s*|\s+")
 _WRAPPER = re.compile(r"^(?:torch\.Size|shape\s*[:=]?)?\s*[(\[]\s*(.*?)\s*[)\]]$", re.DOTALL)
 _DIM = re.compile(r"\d{1,12}", re.ASCII)
+# LaTeX as the seeds write shapes ("$8\times8\times128\times32$"): products as ×, spacing and $ dropped.
+_LATEX_PRODUCT = re.compile(r"\\(?:times|cdot|cross)(?![a-zA-Z])|·|⋅|∙")
+_LATEX_NOISE = re.compile(r"\$|\\[,;:! ]|\\(?:left|right)(?![a-zA-Z])|\\mathrm\{[^{}]*\}")
 
 
 def read_shape(text: str) -> list[int] | None:
     """Read the dimensions, or None when the text is not a list of non-negative integers."""
-    text = strip_trailing_punct(fold_width(text).strip())
+    text = _LATEX_PRODUCT.sub("×", fold_width(text))
+    text = strip_trailing_punct(_LATEX_NOISE.sub(" ", text).strip())
     inner = text
     for _ in range(2):  # torch.Size([8, 8]) has two wrappers
         m = _WRAPPER.match(inner)
@@ -46,6 +51,10 @@ def grade_shape(submitted: str, spec: ShapeSpec) -> PartResult:
     rejected = precheck(submitted, limit=500)
     if rejected is not None:
         return rejected
+    equation = _equation(submitted, spec)
+    if equation.refusal is not None:
+        return wrong(equation.refusal)
+    submitted = equation.value
     dims = read_shape(submitted)
     if dims is None:
         return wrong(_not_a_shape(submitted))
@@ -58,10 +67,19 @@ def grade_shape(submitted: str, spec: ShapeSpec) -> PartResult:
     return right(normalized)
 
 
+def _equation(submitted: str, spec: ShapeSpec) -> Equation:
+    def earns(side: str) -> bool | None:
+        dims = read_shape(side)
+        return None if dims is None else dims == list(spec.answer)
+
+    return read_equation(submitted, spec.names, earns)
+
+
 def _not_a_shape(submitted: str) -> str:
     return f"expected a shape such as 2×3×4, got {quote(submitted)}"
 
 
 def shape_format_error(submitted: str, spec: ShapeSpec) -> str | None:
     """Why ``submitted`` is not a shape at all (e.g. a letter among the sizes), or None."""
-    return _not_a_shape(submitted) if read_shape(submitted) is None else None
+    value = last_side(submitted)
+    return _not_a_shape(submitted) if read_shape(value) is None else None

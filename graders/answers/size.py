@@ -1,4 +1,4 @@
-"""Memory-size answers with units: ``4 MiB``, ``4,194,304 bytes``, ``0.5 KiB``, ``4194304 字节``, ``2^22 B``.
+"""Memory-size answers with units: ``4 MiB``, ``4,194,304 bytes``, ``0.5 KiB``, ``4194304 字节``, ``32 Mib``.
 
 Arithmetic is exact (Fraction), so ``0.5 KiB`` is exactly 512 bytes and ``4 MB`` exactly 4,000,000: decimal prefixes
 are powers of 1000 and binary prefixes (KiB, MiB, GiB) powers of 1024, as the SI/IEC standards define them.
@@ -9,23 +9,25 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from graders.answers.equation import Equation, last_side, read_equation
 from graders.answers.normalize import fold_width, precheck, quote, right, strip_trailing_punct, wrong
+from graders.answers.numeric import without_thousands_separators
 from graders.answers.specs import SizeSpec
 from graders.results import PartResult
 
-_UNITS: dict[str, int] = {
-    "": 1, "b": 1, "byte": 1, "bytes": 1, "字节": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-}  # fmt: skip
-# The same prefix in the other convention, to hint at a KB/KiB mix-up without giving the value away.
-_OTHER_CONVENTION = {"kb": "kib", "mb": "mib", "gb": "gib", "tb": "tib", "kib": "kb", "mib": "mb", "gib": "gb"}
-_OTHER_CONVENTION["tib"] = "tb"
-_SPLIT_UNIT = re.compile(r"^(?P<num>.*?)\s*(?P<unit>[a-z字节]*)$", re.DOTALL)
-_DECIMAL = re.compile(r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[+-]?\d{1,3})?|\.\d+", re.ASCII)
+# Units by case, as IEC 80000-13 writes them: B is a byte and b a bit ("4194304 b" is half a MiB, "32 Mib" is 4 MiB).
+# Only the prefix letter's case is forgiven (kB and KB are both 1000 bytes), since nobody means milli-bytes.
+_BYTE_WORDS = {"", "B", "byte", "bytes", "Byte", "Bytes", "BYTE", "BYTES", "字节"}
+_BIT_WORDS = {"b", "bit", "bits", "Bit", "Bits", "BIT", "BITS", "比特", "位"}
+_PREFIXES = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
+_UNIT = re.compile(r"^(?P<prefix>[kKmMgGtT](?:i|I)?)?(?P<base>[^\W\d_]*)$")
+_SPLIT_UNIT = re.compile(r"^(?P<num>.*?)\s*(?P<unit>[a-zA-Z字节比特位]*)$", re.DOTALL)
+_DECIMAL = re.compile(r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[+-]?\d{1,3})?|\.\d+", re.ASCII | re.IGNORECASE)
 _POWER = re.compile(r"(\d{1,7})\^(\d{1,3})", re.ASCII)
-_FACTOR_SEP = re.compile(r"\s*[*×x]\s*")
-_VALID_UNITS = "B, KB, KiB, MB, MiB, GB, GiB"
+_FACTOR_SEP = re.compile(r"\s*(?:[*×xX]|\\times|\\cdot)\s*")
+_LATEX_SPACE = re.compile(r"\\[,;:! ]")
+_TEXT_COMMAND = re.compile(r"\\(?:text|mathrm)\{([^{}]*)\}")
+_VALID_UNITS = "B, KB, KiB, MB, MiB, GB, GiB (b for bits)"
 _MAX_BYTES = 10**30  # far beyond any memory size; keeps the feedback and normalized text short
 
 
@@ -38,17 +40,46 @@ def _factor(text: str) -> Fraction | None:
     return None
 
 
-def read_amount(text: str) -> tuple[Fraction, str] | None:
-    """Read ``number [unit]`` into (amount in the unit, canonical lower-case unit), or None when unreadable.
+def canonical_unit(unit: str) -> str | None:
+    """``MiB``, ``KB``, ``Mib``, ``B`` or ``b`` for a unit as typed (``mib`` is ``Mib``, ``字节`` is ``B``), or None."""
+    m = _UNIT.match(unit)
+    candidates = [("", unit)]
+    if m is not None and m.group("prefix"):
+        candidates.insert(0, (m.group("prefix"), m.group("base")))
+    for prefix, base in candidates:
+        if base in _BYTE_WORDS:
+            suffix = "B"
+        elif base in _BIT_WORDS:
+            suffix = "b"
+        else:
+            continue
+        if prefix and not base:
+            continue  # "4 M": a prefix alone says neither bits nor bytes
+        letter = prefix[:1].upper() if prefix[:1].lower() != "k" else "K"
+        return letter + ("i" if len(prefix) == 2 else "") + suffix
+    return None
 
-    The number may be a product of factors, each a decimal or an integer power: ``4 * 2^20``, ``4×1024×1024``.
+
+def unit_bytes(unit: str) -> Fraction:
+    """How many bytes one canonical unit is: ``MiB`` is 2^20, ``Mib`` 2^17, ``b`` 1/8."""
+    prefix, base = unit[:-1].lower(), unit[-1]
+    return Fraction(_PREFIXES[prefix], 8 if base == "b" else 1)
+
+
+def read_amount(text: str) -> tuple[Fraction, str] | None:
+    """Read ``number [unit]`` into (amount in the unit, the unit as typed), or None when unreadable.
+
+    The number may be a product of factors, each a decimal or an integer power: ``4 * 2^20``, ``4×1024×1024``,
+    with thousands separators (``4,194,304``, ``4\\,194\\,304``); LaTeX's ``$`` and ``\\text{}`` are dropped.
     """
-    text = strip_trailing_punct(fold_width(text).strip()).casefold().replace("**", "^")
+    text = strip_trailing_punct(fold_width(text).strip()).replace("**", "^").replace("$", "")
+    text = _TEXT_COMMAND.sub(r"\1", text)
+    text = _LATEX_SPACE.sub(" ", without_thousands_separators(text))
     m = _SPLIT_UNIT.match(text)
     if m is None or not m.group("num"):
         return None
     amount = Fraction(1)
-    for part in _FACTOR_SEP.split(m.group("num")):
+    for part in _FACTOR_SEP.split(m.group("num").strip()):
         factor = _factor(part)
         if factor is None:
             return None
@@ -65,7 +96,8 @@ def grade_size(submitted: str, spec: SizeSpec) -> PartResult:
     """Grade a size in bytes written with or without a unit.
 
     Args:
-        submitted: e.g. ``4 MiB``, ``4194304``, ``4,194,304 bytes``, ``0.5 KiB``, ``4 mb``, ``4194304 字节``.
+        submitted: e.g. ``4 MiB``, ``4194304``, ``4,194,304 bytes``, ``0.5 KiB``, ``4 MB``, ``4194304 字节``,
+            ``32 Mib`` (bits), ``4 MiB = 4194304 B``.
         spec: the part's SizeSpec (answer_bytes, rtol; exact by default).
 
     Returns:
@@ -74,12 +106,17 @@ def grade_size(submitted: str, spec: SizeSpec) -> PartResult:
     rejected = precheck(submitted, limit=200)
     if rejected is not None:
         return rejected
-    read = read_amount(submitted)
+    equation = _equation(submitted, spec)
+    if equation.refusal is not None:
+        return wrong(equation.refusal)
+    submitted = equation.value
     reason = size_format_error(submitted, spec)
-    if reason is not None or read is None:
+    read = read_amount(submitted)
+    unit = canonical_unit(read[1]) if read is not None else None
+    if reason is not None or read is None or unit is None:
         return wrong(reason or "")
-    amount, unit = read
-    value = amount * _UNITS[unit]
+    amount = read[0]
+    value = amount * unit_bytes(unit)
     if value > _MAX_BYTES:
         return wrong("that size is far too large")
     if value.denominator != 1 and spec.rtol == 0:
@@ -87,17 +124,41 @@ def grade_size(submitted: str, spec: SizeSpec) -> PartResult:
     normalized = f"{round(value)} B"
     if _close(value, spec):
         return right(normalized)
-    other = _OTHER_CONVENTION.get(unit)
-    if other is not None and _close(amount * _UNITS[other], spec):
-        return wrong("not the expected size: check decimal (MB = 10^6 B) versus binary (MiB = 2^20 B)", normalized)
+    for other, hint in _other_readings(unit):
+        if _close(amount * unit_bytes(other), spec):
+            return wrong(f"not the expected size: {hint}", normalized)
     return wrong("not the expected size", normalized)
+
+
+def _other_readings(unit: str) -> list[tuple[str, str]]:
+    """The units a student may have meant instead, each with the hint that names the mix-up (not the value)."""
+    prefix, base = unit[:-1], unit[-1]
+    readings = []
+    if len(prefix) == 1:
+        readings.append((prefix + "i" + base, "check decimal (MB = 10^6 B) versus binary (MiB = 2^20 B)"))
+    elif len(prefix) == 2:
+        readings.append((prefix[0] + base, "check decimal (MB = 10^6 B) versus binary (MiB = 2^20 B)"))
+    other_base = "B" if base == "b" else "b"
+    readings.append((prefix + other_base, "check bits versus bytes (b is a bit, B is a byte: 8 b = 1 B)"))
+    return readings
+
+
+def _equation(submitted: str, spec: SizeSpec) -> Equation:
+    def earns(side: str) -> bool | None:
+        read = read_amount(side)
+        unit = canonical_unit(read[1]) if read is not None else None
+        if read is None or unit is None:
+            return None
+        return _close(read[0] * unit_bytes(unit), spec)
+
+    return read_equation(submitted, spec.names, earns)
 
 
 def size_format_error(submitted: str, spec: SizeSpec) -> str | None:
     """Why ``submitted`` is not a size at all (no amount, or a unit we do not know), or None."""
-    read = read_amount(submitted)
+    read = read_amount(last_side(submitted))
     if read is None:
         return f"expected a size such as '2 KiB' or '2048 bytes', got {quote(submitted)}"
-    if read[1] not in _UNITS:
+    if canonical_unit(read[1]) is None:
         return f"unknown unit '{read[1][:20]}'; use one of {_VALID_UNITS} or bytes"
     return None

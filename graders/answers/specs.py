@@ -29,6 +29,15 @@ class AnswerSpec(BaseModel):
     explanation: str | None = None
 
 
+class ValueSpec(AnswerSpec):
+    """A part whose answer is a value (number, matrix, shape, size, formula): students may write ``name = value``."""
+
+    names: list[str] = Field(
+        default_factory=list,
+        description="what the blank asks for, as a student may name it left of '=' (d/H, d_head); empty: any name",
+    )
+
+
 class TextSpec(AnswerSpec):
     kind: Literal["text"]
     answers: list[str] = Field(default_factory=list, description="accepted aliases, compared after normalisation")
@@ -72,7 +81,7 @@ class ChoiceSpec(AnswerSpec):
         return self
 
 
-class NumericSpec(AnswerSpec):
+class NumericSpec(ValueSpec):
     kind: Literal["numeric"]
     answer: float
     rtol: float = Field(default=1e-3, ge=0)
@@ -80,25 +89,25 @@ class NumericSpec(AnswerSpec):
     sig_figs: int | None = Field(default=None, ge=1, description="compare to this many significant figures")
 
 
-class MatrixSpec(AnswerSpec):
+class MatrixSpec(ValueSpec):
     kind: Literal["matrix"]
     answer: list[list[float]] | list[float]
     rtol: float = Field(default=1e-3, ge=0)
     atol: float = Field(default=1e-4, ge=0)
 
 
-class ShapeSpec(AnswerSpec):
+class ShapeSpec(ValueSpec):
     kind: Literal["shape"]
     answer: list[int] = Field(min_length=1)
 
 
-class SizeSpec(AnswerSpec):
+class SizeSpec(ValueSpec):
     kind: Literal["size"]
     answer_bytes: int = Field(ge=0)
     rtol: float = Field(default=0.0, ge=0)
 
 
-class SymbolicSpec(AnswerSpec):
+class SymbolicSpec(ValueSpec):
     kind: Literal["symbolic"]
     answer: str = Field(description="the expected expression, plain or LaTeX, e.g. sqrt(d_k)")
     symbols: list[str] = Field(default_factory=list, description="variable names students may use, e.g. [d_k]")

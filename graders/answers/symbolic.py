@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Literal
 
 from graders.answers import symbolic_pool
+from graders.answers.equation import Equation, last_side, read_equation
 from graders.answers.expr_errors import ExprError, ExprSyntaxError, UnknownName
 from graders.answers.normalize import precheck, quote, right, wrong
 from graders.answers.safe_expr import MAX_CHARS, AmbiguousName, evaluate, parse_expression
@@ -89,6 +90,10 @@ def grade_symbolic(submitted: str, spec: SymbolicSpec) -> PartResult:
     rejected = precheck(submitted)
     if rejected is not None:
         return rejected
+    equation = _equation(submitted, spec)
+    if equation.refusal is not None:
+        return wrong(equation.refusal)
+    submitted = equation.value
     symbols = tuple(spec.symbols)
     expected = _expected_tree(spec.answer, symbols)
     try:
@@ -114,6 +119,17 @@ def grade_symbolic(submitted: str, spec: SymbolicSpec) -> PartResult:
     return wrong("not equivalent to the expected expression", normalized)
 
 
+def _equation(submitted: str, spec: SymbolicSpec) -> Equation:
+    def earns(side: str) -> bool | None:
+        try:
+            parse_expression(side, tuple(spec.symbols), big_o=True)
+        except (ExprError, AmbiguousName):
+            return None  # not a formula in the part's symbols: a label such as "Var(S)"
+        return grade_symbolic(side, spec).correct
+
+    return read_equation(submitted, spec.names, earns)
+
+
 def _not_a_formula(submitted: str, err: ExprSyntaxError) -> str:
     return f"expected a formula such as a*b^2, got {quote(submitted)}: {err}"
 
@@ -123,6 +139,7 @@ def symbolic_format_error(submitted: str, spec: SymbolicSpec) -> str | None:
 
     Unknown or ambiguous names are answers that parse: the grader's feedback on them uses the attempt.
     """
+    submitted = last_side(submitted)
     try:
         parse_expression(submitted, tuple(spec.symbols), big_o=True)
     except ExprSyntaxError as err:
@@ -137,6 +154,7 @@ def symbolic_normal_form(submitted: str, spec: SymbolicSpec) -> str | None:
     for what it cannot parse."""
     if precheck(submitted) is not None:
         return None
+    submitted = last_side(submitted)
     try:
         return ast.unparse(parse_expression(submitted, tuple(spec.symbols), big_o=True))
     except ExprError:

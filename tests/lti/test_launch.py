@@ -3,6 +3,7 @@ spoiled id_token refused with a clear page and nothing written."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -193,3 +194,41 @@ def test_an_lti_account_has_no_password(lti_client, platform, sessions, basic_se
     for password in ("", "!lti", "password1"):
         resp = lti_client.post("/api/v1/auth/login", json={"email": "s7@uni.example", "password": password})
         assert resp.status_code in (401, 422)
+
+
+@pytest.mark.parametrize(
+    ("claim", "offset_s", "accepted"),
+    [
+        ("iat", +30, True),  # the LMS's clock runs 30 s fast: within the default 60 s
+        ("iat", +120, False),  # two minutes ahead is no clock error
+        ("exp", -30, True),  # just expired by our clock
+        ("exp", -120, False),
+        ("nbf", +30, True),
+        ("nbf", +120, False),
+    ],
+)
+def test_a_platform_clock_a_little_off_is_tolerated(
+    claim, offset_s, accepted, lti_client, platform, sessions, basic_set
+) -> None:  # type: ignore[no-untyped-def]
+    # The edges are a minute away from the 60 s leeway on either side, so the test's own run time moves nothing.
+    now = int(time.time())
+    claims = canvas_claims(platform, sub="t-1", role="Instructor", link="rl-1", email="p@uni.example",
+                           custom={"problem_set": "basic"})  # fmt: skip
+    claims[claim] = now + offset_s
+    if claim == "exp":
+        claims["iat"] = now - 600
+    before = _counts(sessions)
+    posted = launch(lti_client, platform, claims)
+    if accepted:
+        assert posted.response.status_code == 303, posted.response.text
+    else:
+        assert posted.response.status_code == 401
+        assert "LTI launch refused" in posted.response.text
+        assert _counts(sessions) == before
+
+
+def test_the_clock_leeway_is_a_setting(lti_client, platform, basic_set) -> None:  # type: ignore[no-untyped-def]
+    lti_client.app.state.settings = lti_client.app.state.settings.model_copy(update={"lti_clock_leeway_s": 0})
+    claims = canvas_claims(platform, sub="t-1", role="Instructor", link="rl-1", custom={"problem_set": "basic"})
+    claims["iat"] = int(time.time()) + 30
+    assert launch(lti_client, platform, claims).response.status_code == 401

@@ -33,6 +33,12 @@ CASES: list[Case] = [
     ("q1", "b2", "K", False),
     ("q1", "b2", "Q", False),
     ("q1", "b2", "K^T", False),
+    ("q1", "b2", "\\mathbf{V}", True),
+    ("q1", "b2", "$V$", True),
+    ("q1", "b2", "\\boldsymbol{V}", True),
+    ("q1", "b2", "V矩阵", True),
+    ("q1", "b2", "$\\mathbf{K}$", False),
+    ("q1", "b2", "v矩阵", False),
     # q1 b3: what the query stands for
     ("q1", "b3", "查找的信息", True),
     ("q1", "b3", "想找什么", True),
@@ -103,6 +109,10 @@ CASES: list[Case] = [
     ("q3", "b2", "词嵌入", False),
     ("q3", "b2", "token embedding", False),
     ("q3", "b2", "segment embedding", False),
+    ("q3", "b2", "位置編碼", True),
+    ("q3", "b2", "learnable position embeddings", True),
+    ("q3", "b2", "不需要位置编码", False),
+    ("q3", "b2", "位置编码器", False),
     # q3 b3: causal mask; a bare "mask" does not say which mask (padding masks do not hide the future)
     ("q3", "b3", "causal mask", True),
     ("q3", "b3", "Causal Mask", True),
@@ -118,6 +128,9 @@ CASES: list[Case] = [
     ("q3", "b3", "padding mask", False),
     ("q3", "b3", "填充掩码", False),
     ("q3", "b3", "attention mask", False),
+    ("q3", "b3", "因果掩碼", True),
+    ("q3", "b3", "非因果掩码", False),
+    ("q3", "b3", "不是因果掩码", False),
     # q3 b4: decoder
     ("q3", "b4", "decoder", True),
     ("q3", "b4", "Decoder", True),
@@ -126,6 +139,9 @@ CASES: list[Case] = [
     ("q3", "b4", "encoder", False),
     ("q3", "b4", "编码器", False),
     ("q3", "b4", "encoder-decoder", False),
+    ("q3", "b4", "解碼器", True),
+    ("q3", "b4", "来自解码器", True),
+    ("q3", "b4", "decoder 和 encoder", False),
     # q3 b5: encoder
     ("q3", "b5", "encoder", True),
     ("q3", "b5", "编码器", True),
@@ -135,6 +151,9 @@ CASES: list[Case] = [
     ("q3", "b5", "解码器", False),
     ("q3", "b5", "位置编码", False),
     ("q3", "b5", "encoder-decoder", False),
+    ("q3", "b5", "encoder 的 query", False),
+    ("q3", "b5", "编码器的查询", False),
+    ("q3", "b5", "編碼器的輸出", True),
     # q4: C
     ("q4", "b1", "C", True),
     ("q4", "b1", "c", True),
@@ -176,6 +195,9 @@ CASES: list[Case] = [
     ("q5", "b4", "注意力机制", False),
     ("q5", "b4", "query 缓存", False),
     ("q5", "b4", "beam search", False),
+    ("q5", "b4", "QKV cache", False),
+    ("q5", "b4", "Q/K/V 缓存", False),
+    ("q5", "b4", "缓存 query、key 和 value", False),
 ]
 
 

@@ -14,8 +14,8 @@ FOUR_MB = SizeSpec(kind="size", answer_bytes=4_000_000)
     [
         "4 MiB",
         "4MiB",
-        "4 mib",
         "4 MIB",
+        "4 miB",
         "4194304",
         "4194304 B",
         "4,194,304 bytes",
@@ -37,7 +37,7 @@ def test_binary_answer_accepts(answer: str) -> None:
     assert result.normalized == "4194304 B"
 
 
-@pytest.mark.parametrize("answer", ["4 MB", "4 mb", "4000 KB", "4000000", "4,000,000 bytes", "0.004 GB"])
+@pytest.mark.parametrize("answer", ["4 MB", "4 mB", "4000 KB", "4000 kB", "4000000", "4,000,000 bytes", "0.004 GB"])
 def test_decimal_answer_accepts(answer: str) -> None:
     assert grade_size(answer, FOUR_MB).correct
 
@@ -72,7 +72,7 @@ def test_rtol() -> None:
 @pytest.mark.parametrize(
     ("answer", "start"),
     [
-        ("4 bits", "unknown unit"),
+        ("4 M", "unknown unit"),
         ("4 MiBs", "unknown unit"),
         ("four MiB", "expected a size"),
         ("MiB", "expected a size"),
@@ -88,3 +88,39 @@ def test_garbage(answer: str, start: str) -> None:
 
 def test_empty() -> None:
     assert grade_size("", FOUR_MIB).feedback == "no answer given"
+
+
+@pytest.mark.parametrize("answer", ["32 Mib", "32 mib", "33554432 bits", "33554432 b", "32 Mibits"])
+def test_bits_are_read_as_bits(answer: str) -> None:
+    # 32 mebibits are 4 MiB: b is a bit and B a byte, by case, whatever the case of the prefix.
+    result = grade_size(answer, FOUR_MIB)
+    assert result.correct, result.feedback
+    assert result.normalized == "4194304 B"
+
+
+@pytest.mark.parametrize("answer", ["4 Mib", "4 mib", "4194304 b", "4194304 bits", "4 mb"])
+def test_bits_for_bytes_is_wrong_with_a_hint(answer: str) -> None:
+    result = grade_size(answer, FOUR_MIB if "mb" not in answer else FOUR_MB)
+    assert not result.correct
+    assert "bits versus bytes" in result.feedback and "4194304" not in result.feedback
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "4\\,194\\,304 字节",  # the seed's own spelling
+        "4\u2009194\u2009304 B",
+        "$4\\,\\text{MiB}$",
+        "4 MiB = 4194304 B",
+        "4 MiB = 4,194,304 bytes = 2^22 B",
+        "size = 4 MiB",
+    ],
+)
+def test_latex_spacing_and_equations(answer: str) -> None:
+    result = grade_size(answer, FOUR_MIB)
+    assert result.correct, result.feedback
+
+
+def test_an_equation_with_a_wrong_side_is_wrong() -> None:
+    result = grade_size("4 MB = 4 MiB", FOUR_MIB)
+    assert not result.correct and "not right" in result.feedback

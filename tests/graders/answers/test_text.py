@@ -81,3 +81,26 @@ def test_keywords(answer: str, ok: bool) -> None:
 def test_too_long_input() -> None:
     result = grade_text("a" * (MAX_ANSWER_CHARS + 1), PE)
     assert not result.correct and "too long" in result.feedback
+
+
+@pytest.mark.parametrize(
+    ("traditional", "alias"), [("解碼器", "解码器"), ("位置編碼", "位置编码"), ("因果掩碼", "因果掩码")]
+)
+def test_traditional_chinese_is_the_same_answer(traditional: str, alias: str) -> None:
+    # OpenCC's t2s: both sides are compared in simplified characters, aliases and keywords alike.
+    assert grade_text(traditional, TextSpec(kind="text", answers=[alias])).correct
+    assert grade_text(alias, TextSpec(kind="text", answers=[traditional])).correct
+    assert grade_text(f"用{traditional}", TextSpec(kind="text", keywords=[alias])).correct
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["\\mathbf{V}", "$V$", "\\boldsymbol{V}", "$\\mathbf{V}$", "**V**", "V矩阵", "V 矩阵", "矩阵V", "V matrix"],
+)
+def test_markup_around_a_case_sensitive_symbol(answer: str) -> None:
+    assert grade_text(answer, TextSpec(kind="text", answers=["V"], case_sensitive=True)).correct
+
+
+@pytest.mark.parametrize("answer", ["\\mathbf{v}", "v矩阵", "K矩阵", "$K$", "VV"])
+def test_markup_does_not_change_the_symbol(answer: str) -> None:
+    assert not grade_text(answer, TextSpec(kind="text", answers=["V"], case_sensitive=True)).correct
