@@ -16,6 +16,7 @@ not finished is dropped (nothing stored, nothing recorded as refused), so the ne
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -61,6 +62,7 @@ class SetStatus:
     errors: int = 0
     report: dict[str, Any] | None = None  # the refused gate's report, for the instructor page
     gate_texts: dict[str, str] | None = None
+    public: bool = True  # in `/healthz`; a hidden set uploaded on the web is re-checked on the instructor page only
 
     @property
     def settled(self) -> bool:
@@ -113,6 +115,7 @@ class SetLoader:
         self._write_gate = write_gate
         self._lock = threading.Lock()
         self._statuses: dict[str, SetStatus] = {}
+        self._renamed: dict[str, str] = {}  # folder name -> its set's id, once read
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -121,7 +124,7 @@ class SetLoader:
     def snapshot(self) -> dict[str, str]:
         """Set id -> its state in words, for `/healthz`."""
         with self._lock:
-            return {key: status.text() for key, status in self._statuses.items()}
+            return {key: status.text() for key, status in self._statuses.items() if status.public}
 
     def statuses(self) -> list[SetStatus]:
         with self._lock:
@@ -154,13 +157,6 @@ class SetLoader:
             if self._thread.is_alive():
                 log.warning("the set loader is still grading a file; the server stops without waiting for it")
 
-    def wait(self, timeout_s: float | None = None) -> bool:
-        """Wait for the thread to end; True when it did."""
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-            return not self._thread.is_alive()
-        return True
-
     def _ordered(self) -> list[Path]:
         """The folders, those with the fewest files to grade first: a fill-in set is live in seconds rather than
         after a code set's minutes of gate (by name among equals; an unreadable folder first, it is quick)."""
@@ -179,13 +175,13 @@ class SetLoader:
             for folder in self._ordered():
                 if self._stop.is_set():
                     return
-                slug = self._guarded(folder.name, lambda f=folder: self._load_folder(f))  # type: ignore[misc]
+                slug = self._guarded(folder.name, functools.partial(self._load_folder, folder))
                 covered.add(slug or folder.name)
-            for slug, version_id, number in self._stale_stored(covered):
+            for slug, version_id, number, visible in self._stale_stored(covered):
                 if self._stop.is_set():
                     return
-                self._set(slug, SetStatus(slug, live=number, recheck=True))
-                self._guarded(slug, lambda s=slug, v=version_id: self._recheck_stored(s, v))  # type: ignore[misc]
+                self._set(slug, SetStatus(slug, live=number, recheck=True, public=visible))
+                self._guarded(slug, functools.partial(self._recheck_stored, slug, version_id))
         except _Stopping:
             return
         except Exception:  # the thread must not die silently: a bug here leaves the rest unloaded, and says so
@@ -200,6 +196,7 @@ class SetLoader:
         except Exception:
             if self._stop.is_set():  # the grader was closed under the gate by the shutdown
                 raise _Stopping() from None
+            key = self._renamed.get(key, key)
             log.exception("%s: loading the set failed", key)
             self._update(key, phase="failed")
             return None
@@ -331,10 +328,10 @@ class SetLoader:
             log.exception("could not read the stored sets")
             return {}
 
-    def _stale_stored(self, covered: set[str]) -> list[tuple[str, int, int]]:
+    def _stale_stored(self, covered: set[str]) -> list[tuple[str, int, int, bool]]:
         with self._sessions() as session:
             return [
-                (ps.slug, v.id, v.number)
+                (ps.slug, v.id, v.number, ps.is_visible)
                 for ps, v in sets.list_sets(session, include_hidden=True)
                 if ps.slug not in covered and not sets.is_current(v)
             ]
@@ -360,6 +357,7 @@ class SetLoader:
     def _rename(self, old: str, new: str) -> None:
         """A folder named other than its set's id: from now on it is listed by the id."""
         with self._lock:
+            self._renamed[old] = new
             if old != new and old in self._statuses:
                 status = self._statuses.pop(old)
                 status.key = new
