@@ -23,6 +23,7 @@ from app.lti.sender import PassbackSender
 from app.metrics import registry as metrics
 from app.metrics.router import router as metrics_router
 from app.problemsets.router import router as problemsets_router
+from app.problemsets.set_loader import SetLoader
 from app.ratelimit.errors import install_handler as install_rate_limit_handler
 from app.ratelimit.service import build_limiter
 from app.request_id import RequestIdMiddleware
@@ -45,9 +46,15 @@ log = logging.getLogger(__name__)
 
 
 def create_app(
-    settings: Settings | None = None, *, start_workers: bool = True, code_grader: LazyCodeGrader | None = None
+    settings: Settings | None = None,
+    *,
+    start_workers: bool = True,
+    code_grader: LazyCodeGrader | None = None,
+    load_sets: bool = False,
 ) -> FastAPI:
-    """Build the app. ``code_grader`` lets `serve` hand over the sandbox it already warmed to validate sets."""
+    """Build the app. ``code_grader`` lets `serve` hand over the sandbox it already warmed. ``load_sets`` (`serve`
+    with load_problems_on_start): the lifespan loads and gates the problems folder in the background, after the
+    port is open (app.problemsets.set_loader), and `/healthz` shows each set's state."""
     settings = settings or get_settings()
     # Built in every mode: requests need its sessions, and uploads validate with its (lazy) code grader. With a
     # broker there is no pool, and the grader is built only if an uploaded set has code problems.
@@ -65,6 +72,12 @@ def create_app(
     # Webhooks are sent where grading happens: here with embedded workers, else by `autograder worker`.
     sender = WebhookSender(settings, runtime.session_factory) if embedded else None
     passback = PassbackSender(settings, runtime.session_factory) if embedded else None  # LMS grades, likewise
+    # With the grading sandbox: the gate's gradings take turns with the students' for its slots.
+    loader = (
+        SetLoader(settings, runtime.session_factory, runtime.code_grader, write_gate=runtime.write_gate)
+        if load_sets
+        else None
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -79,9 +92,13 @@ def create_app(
                 sender.start()
             if passback is not None:
                 passback.start()
+        if loader is not None:
+            loader.start()  # a thread: the port opens now, whatever the sets' gates cost
         try:
             yield
         finally:
+            if loader is not None:
+                loader.stop()
             if pool is not None:
                 pool.stop()
             if sender is not None:
@@ -115,6 +132,7 @@ def create_app(
     app.state.password_checks = PasswordChecks(settings.password_checks)
     app.state.webhook_sender = sender
     app.state.lti_passback = passback
+    app.state.set_loader = loader
     app.state.outbox = outbox
     app.state.dispatch = outbox.dispatch if outbox is not None else _dispatcher(pool)
 
@@ -161,7 +179,11 @@ def create_app(
     @app.get("/healthz", tags=["ops"], summary="Liveness: the database answers; the broker's state")
     def healthz() -> dict[str, Any]:
         """200 while the database answers. With a broker, `"broker": "up"` or `"down"`; while it is down the status
-        is `"degraded"`, still 200: submissions are stored and sent when it is back, so the API stays in service."""
+        is `"degraded"`, still 200: submissions are stored and sent when it is back, so the API stays in service.
+        Under `serve`, `"sets"` gives each problem-set folder's state while they are loaded in the background:
+        `"queued"`, `"checking 12/41"` (files of its mutant gate graded), `"live"`, `"refused: ..."`, and
+        `"live; ..."` while a version is offered and a newer one (or itself, after a change of the checking code)
+        is checked or was refused."""
         from sqlalchemy import text
 
         with runtime.engine.connect() as conn:
@@ -171,6 +193,8 @@ def create_app(
             health["broker"] = "up" if outbox.broker_up else "down"
             if not outbox.broker_up:
                 health["status"] = "degraded"
+        if loader is not None:
+            health["sets"] = loader.snapshot()
         return health
 
     from app.web.router import router as web_router

@@ -62,7 +62,7 @@ def serve(
     host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port")] = 8000,
 ) -> None:
-    """Migrate, load the shipped problem sets, create the first accounts, then serve API + embedded workers."""
+    """Migrate, create the first accounts, serve API + embedded workers; the problem sets load in the background."""
     import uvicorn
 
     from app import server_limits
@@ -86,13 +86,16 @@ def serve(
         typer.secho("First start: created these accounts. The passwords are shown only now:", bold=True)
         for email, role, password in created:
             typer.echo(f"  {role:<10} {email:<28} password: {password}")
-    # One sandbox for validating the shipped sets and then for grading: it is warm by the time students submit.
+    # One sandbox for gating the shipped sets and for grading: it is warm by the time students submit.
     grader = LazyCodeGrader(settings)
-    if settings.load_problems_on_start:
-        for folder in sorted(p.parent for p in settings.problems_dir.glob("*/problemset.yaml")):
-            problems.load_one(sessions, folder, grader, keep_newer=True)
     typer.echo(f"serving on http://{host}:{port} (API docs at /docs); {server_limits.describe(limits)}")
-    asgi_app = create_app(settings, code_grader=grader)
+    if settings.load_problems_on_start:
+        # Checked after the port opens (app.problemsets.set_loader): a set is offered once its version passed.
+        typer.echo(
+            f"problem sets in {settings.problems_dir} are checked in the background, one after another; "
+            f"their state is at http://{host}:{port}/healthz and on the instructor page"
+        )
+    asgi_app = create_app(settings, code_grader=grader, load_sets=settings.load_problems_on_start)
     # log_config=None: uvicorn keeps the root logger app.logs configured (JSON lines, no second access log).
     uvicorn.run(
         asgi_app, host=host, port=port, log_level="info", log_config=None, **server_limits.uvicorn_options(limits)

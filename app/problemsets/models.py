@@ -40,6 +40,9 @@ class ProblemSetVersion(Base):
     # The whole set (prompts, checks, solutions, mutants) as a deterministic tar.gz, so any worker can grade it.
     archive: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
     validation_report: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # The checking code (app.problemsets.checking_code) the report was made with: with content_hash, the key of
+    # the stored gate report. NULL: an older checking code, or a code set stored without its mutant gate.
+    checked_with: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("user.id", ondelete="SET NULL"), nullable=True)
 

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.courses.service import default_assignment
 from app.errors import N_, Conflict, Forbidden, Invalid, NotFound
+from app.problemsets import checking_code
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.storage import load_version
 from graders.code.runner import CodeGraderLike
@@ -99,7 +100,8 @@ def ingest(
                 field="file", params={"set": repr(loaded.spec.id), "newer": newest.number, "version": based_on},
             )  # fmt: skip
     try:
-        return _store(session, loaded=loaded, problem_set=problem_set, latest=latest, report=report, user_id=user_id)
+        return _store(session, loaded=loaded, problem_set=problem_set, latest=latest, report=report, user_id=user_id,
+                      checked_with=checked_with(loaded.spec, grader))  # fmt: skip
     except IntegrityError as exc:
         session.rollback()
         again = (
@@ -118,6 +120,7 @@ def _store(
     latest: ProblemSetVersion | None,
     report: ValidationReport,
     user_id: int | None,
+    checked_with: str | None,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
     if problem_set is None:
         problem_set = ProblemSet(slug=loaded.spec.id, title=loaded.spec.title)
@@ -132,11 +135,72 @@ def _store(
         spec=loaded.spec.model_dump(mode="json"),
         archive=pack_files(loaded.files),
         validation_report=report.to_dict(),
+        checked_with=checked_with,
         created_by_id=user_id,
     )
     session.add(version)
     session.flush()
     return version, report, True
+
+
+def checked_with(spec: ProblemSetSpec, grader: CodeGraderLike | None) -> str | None:
+    """The checking-code version a report made with ``grader`` is complete for; None when a code set was
+    validated without a grader (no mutant gate ran), so `serve` gates it before trusting it as checked."""
+    if grader is None and any(isinstance(p, CodeProblem) for p in spec.problems):
+        return None
+    return checking_code.version_for(spec)
+
+
+def is_current(version: ProblemSetVersion) -> bool:
+    """Whether the version's stored gate report was made by the checking code of this process."""
+    return version.checked_with is not None and version.checked_with == checking_code.version_for(spec_of(version))
+
+
+def store_validated(
+    session: Session, *, loaded: LoadedSet, report: ValidationReport, based_on: int | None
+) -> tuple[ProblemSetVersion | None, bool, ProblemSetVersion | None]:
+    """Store a set that passed a full gate outside any session (serve's background loader), assigned in the
+    default offering the first time. ``based_on``: the latest version's number when the gate started; if another
+    version was stored meanwhile (an upload), that one stays the latest and nothing is stored.
+
+    Returns:
+        (version, created, replaced): version is the latest after this (None: none), replaced the one before.
+    """
+    if not report.ok:
+        raise ValueError("only a set that passed its gate is stored")
+    problem_set = session.scalar(select(ProblemSet).where(ProblemSet.slug == loaded.spec.id))
+    latest = _latest(session, problem_set.id) if problem_set else None
+    if latest is not None and latest.content_hash == loaded.content_hash:
+        default_assignment(session, latest.problem_set)
+        return latest, False, latest
+    if (latest.number if latest is not None else None) != based_on:
+        log.warning("%s: version %s was stored while the folder's version was checked; it stays the latest",
+                    loaded.spec.id, latest.number if latest is not None else "-")  # fmt: skip
+        return latest, False, latest
+    version, _, _ = _store(session, loaded=loaded, problem_set=problem_set, latest=latest, report=report,
+                           user_id=None, checked_with=checking_code.version_for(loaded.spec))  # fmt: skip
+    default_assignment(session, version.problem_set)
+    return version, True, latest
+
+
+def record_check(session: Session, version: ProblemSetVersion, report: ValidationReport) -> None:
+    """A live version passed its gate again with this process's checking code: its report is the new one (the
+    points students see come from it) and the key says what made it."""
+    if not report.ok:
+        raise ValueError("only a passed gate replaces a version's report")
+    version.validation_report = report.to_dict()
+    version.checked_with = checking_code.version_for(spec_of(version))
+
+
+def warn_replaced(slug: str, version: ProblemSetVersion, replaced: ProblemSetVersion | None) -> None:
+    """Log that a folder replaced a version made on the web (its edits may be lost, its archive has them)."""
+    if replaced is not None and replaced.created_by_id is not None:
+        log.warning(
+            "%s: version %d from the folder replaces version %d, which was made on the web; if that one's edits "
+            "(an alias accepted from the gradebook) are not in the folder, they are gone from the new version "
+            "(GET /api/v1/problem-sets/%s/versions/%d/archive has them)",
+            slug, version.number, replaced.number, slug, replaced.number,
+        )  # fmt: skip
 
 
 def load_dir(
@@ -157,22 +221,17 @@ def load_dir(
     Either way, a folder that replaces a version made on the web says so in the log: that version's edits are not
     in the folder unless someone brought them back (its archive can be downloaded)."""
     loaded = load_problem_set(root)
-    replaced = _latest_of(session, loaded.spec.id)
-    if keep_newer and replaced is not None and _folder_is_older(session, loaded, replaced):
+    replaced = latest_of(session, loaded.spec.id)
+    if keep_newer and replaced is not None and folder_is_older(session, loaded, replaced):
         return replaced, ValidationReport(), False
     out = ingest(session, loaded=loaded, user_id=None, grader=grader, progress=progress, max_grading_s=max_grading_s)
     default_assignment(session, out[0].problem_set)
-    if out[2] and replaced is not None and replaced.created_by_id is not None:
-        log.warning(
-            "%s: version %d from the folder replaces version %d, which was made on the web; if that one's edits "
-            "(an alias accepted from the gradebook) are not in the folder, they are gone from the new version "
-            "(GET /api/v1/problem-sets/%s/versions/%d/archive has them)",
-            loaded.spec.id, out[0].number, replaced.number, loaded.spec.id, replaced.number,
-        )  # fmt: skip
+    if out[2]:
+        warn_replaced(loaded.spec.id, out[0], replaced)
     return out
 
 
-def _latest_of(session: Session, slug: str) -> ProblemSetVersion | None:
+def latest_of(session: Session, slug: str) -> ProblemSetVersion | None:
     problem_set = session.scalar(select(ProblemSet).where(ProblemSet.slug == slug))
     return _latest(session, problem_set.id) if problem_set is not None else None
 
@@ -226,7 +285,7 @@ def gate_files(loaded: LoadedSet) -> int:
     return count
 
 
-def _folder_is_older(session: Session, loaded: LoadedSet, latest: ProblemSetVersion) -> bool:
+def folder_is_older(session: Session, loaded: LoadedSet, latest: ProblemSetVersion) -> bool:
     """Whether ``loaded`` is the content of a version older than ``latest`` (logged: the latest stays current)."""
     if latest.content_hash == loaded.content_hash:
         return False

@@ -46,9 +46,15 @@ def _staff_sets(session: WebSession, user: User) -> list[tuple[ProblemSet, Probl
 
 def _instructor_page(request: Request, session: WebSession, user: User, status: int = 200, **context: Any) -> Response:
     refused_sets = refused.listed(request.app.state.settings)
+    loader = request.app.state.set_loader
+    # The background loading of `serve`'s sets (app.problemsets.set_loader): listed while any is not plainly live.
+    loading = loader.statuses() if loader is not None else []
+    if all(s.phase == "done" for s in loading):
+        loading = []
     return render(
-        request, "instructor/index.html", status, sets=_staff_sets(session, user), refused=refused_sets, **context
-    )
+        request, "instructor/index.html", status, sets=_staff_sets(session, user), refused=refused_sets,
+        loading=loading, **context,
+    )  # fmt: skip
 
 
 @router.get("/instructor")

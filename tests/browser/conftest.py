@@ -162,7 +162,9 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
             raise AssertionError(f"autograder serve exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
         try:
             with urllib.request.urlopen(url + "/healthz", timeout=2) as resp:
-                if resp.status == 200:
+                # The sets load in the background once the port is open: ready when none is queued or checked.
+                states = json.loads(resp.read()).get("sets", {}).values()
+                if resp.status == 200 and not any("queued" in s or "checking" in s for s in states):
                     return
         except OSError:
             pass
