@@ -1,7 +1,7 @@
 """version_checked_with: the checking code a version's gate report was made with
 
 Revision ID: c4e6f8a0b2d3
-Revises: b3c5d7e9f1a2
+Revises: c7e1a3b5d9f2
 Create Date: 2026-12-02 04:40:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "c4e6f8a0b2d3"
-down_revision: str | None = "b3c5d7e9f1a2"
+down_revision: str | None = "c7e1a3b5d9f2"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
