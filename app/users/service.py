@@ -81,8 +81,9 @@ def create_user(
 
 def authenticate(session: Session, *, email: str, password: str) -> User | None:
     user = session.scalar(select(User).where(User.email == email.strip().lower()))
-    # The read is done: its connection goes back to the pool while argon2 runs (0.1 s of CPU, seconds on a busy
-    # machine), so a class logging in at once does not hold every pooled connection (a pool timeout for the rest).
+    # The read is done: its connection goes back to the pool while argon2 runs (~30 ms of CPU, far more on a busy
+    # machine or for an older, dearer hash), so a class logging in at once does not hold every pooled connection
+    # (a pool timeout for the rest).
     session.commit()
     ok = verify_password(password, user.password_hash if user else None)
     if not ok or user is None or not user.is_active:
