@@ -21,6 +21,7 @@ from sqlalchemy.engine import make_url
 from app.config import Settings
 from app.db import make_engine, make_session_factory
 from app.migrate import upgrade
+from app.security import use_test_hash_parameters
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_SETS = REPO / "tests" / "fixtures" / "sets"
@@ -30,6 +31,12 @@ POSTGRES_ADMIN_URL = os.environ.get("AUTOGRADER_TEST_POSTGRES_URL", "postgresql+
 _XDIST_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
 REDIS_URL = os.environ.get("AUTOGRADER_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{15 - _XDIST_WORKER}")
 REQUIRE_SERVICES = os.environ.get("AUTOGRADER_TEST_REQUIRE_SERVICES") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Every API test's set-up hashes a few passwords: at production cost (app.security) that is most of the
+    # set-up's CPU. tests/app/test_password_hashing.py checks the production parameters in a fresh interpreter.
+    use_test_hash_parameters()
 
 
 def service_missing(what: str, error: Exception) -> None:

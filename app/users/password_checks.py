@@ -1,11 +1,11 @@
 """Password checks a few at a time (one per CPU core by default), waiting on the event loop: the one limiter of
 every login, the API's (``POST /api/v1/auth/login``) and the form's (``POST /login``).
 
-argon2 costs about 0.1 s of CPU a check. A class logging in at once, each login checked in its own request thread,
-would leave no thread for anything else: every other request then waits for a thread while it holds its pooled
-connection, until the pool times out. Here a login waits for its turn as a coroutine (no thread, no connection:
-``app.users.service.authenticate`` hands its connection back before hashing), and a login whose client has gone
-while it waited is dropped without spending a check.
+argon2 costs about 30 ms of CPU a check (app.security; 0.2 s for a hash made before). A class logging in at once,
+each login checked in its own request thread, would leave no thread for anything else: every other request then
+waits for a thread while it holds its pooled connection, until the pool times out. Here a login waits for its turn
+as a coroutine (no thread, no connection: ``app.users.service.authenticate`` hands its connection back before
+hashing), and a login whose client has gone while it waited is dropped without spending a check.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from collections.abc import Mapping, MutableMapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, joinedload
 
 from app.courses import service as courses
@@ -17,7 +17,14 @@ from app.courses.models import MemberRole
 from app.courses.permissions import Action
 from app.db import utcnow
 from app.errors import N_, Conflict, Invalid, NotFound
-from app.security import generate_password, generate_token, hash_password, hash_token, verify_password
+from app.security import (
+    generate_password,
+    generate_token,
+    hash_password,
+    hash_token,
+    password_needs_rehash,
+    verify_password,
+)
 from app.users.models import LOCALES, ApiToken, GlobalRole, Role, User
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -78,11 +85,37 @@ def create_user(
 
 def authenticate(session: Session, *, email: str, password: str) -> User | None:
     user = session.scalar(select(User).where(User.email == email.strip().lower()))
-    # The read is done: its connection goes back to the pool while argon2 runs (0.1 s of CPU, seconds on a busy
-    # machine), so a class logging in at once does not hold every pooled connection (a pool timeout for the rest).
+    # The read is done: its connection goes back to the pool while argon2 runs (~30 ms of CPU, far more on a busy
+    # machine or for an older, dearer hash), so a class logging in at once does not hold every pooled connection
+    # (a pool timeout for the rest).
     session.commit()
     ok = verify_password(password, user.password_hash if user else None)
-    return user if ok and user is not None and user.is_active else None
+    if not ok or user is None or not user.is_active:
+        return None  # a failed login changes nothing, not even an old hash
+    if password_needs_rehash(user.password_hash):
+        return _rehash(session, user, password)
+    return user
+
+
+def _rehash(session: Session, user: User, password: str) -> User | None:
+    """Store the password again at today's parameters (app.security), in the login's own transaction: the request
+    commits it before it answers, so the cookie, derived from the new hash, never outlives a hash not stored.
+
+    Only over the hash that was checked: a password changed (or a concurrent login's re-hash stored) since the read
+    is not overwritten, or a login with an old password could bring it back. Then the password is checked once more
+    against what is stored now.
+    """
+    checked = user.password_hash
+    stored = session.execute(
+        update(User)
+        .where(User.id == user.id, User.password_hash == checked)
+        .values(password_hash=hash_password(password))
+        .execution_options(synchronize_session="fetch")
+    )
+    if stored.rowcount == 1:  # type: ignore[attr-defined]
+        return user
+    session.refresh(user)
+    return user if user.is_active and verify_password(password, user.password_hash) else None
 
 
 def log_in(session: Session, cookie: MutableMapping[str, Any], *, email: str, password: str) -> User | None:

@@ -41,7 +41,14 @@ class GatedHasher(PasswordHasher):
     """The real argon2 verify, counted, and held at a gate while the test closes it."""
 
     def __init__(self) -> None:
-        super().__init__()
+        # The parameters the accounts were hashed with (the suite's, tests/conftest.py): no login re-hashes here.
+        current = security._hasher
+        super().__init__(
+            time_cost=current.time_cost,
+            memory_cost=current.memory_cost,
+            parallelism=current.parallelism,
+            type=current.type,
+        )
         self.lock = threading.Lock()
         self.running = 0
         self.most = 0
