@@ -14,7 +14,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
-from graders.sandbox.wire import scrub_surrogates
+from app.safe_text import scrub_surrogates
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",

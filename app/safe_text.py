@@ -14,7 +14,8 @@ says over the sandbox's wire gets the same replacement (graders.sandbox.wire).
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from typing import Annotated, Any
 
 from pydantic import AfterValidator
 from pydantic_core import PydanticCustomError
@@ -35,3 +36,19 @@ def refuse_unstorable(value: str) -> str:
 
 
 SafeStr = Annotated[str, AfterValidator(refuse_unstorable)]
+
+# The sandbox's wire (graders.sandbox.wire.scrub_surrogates) does the same to what student code says. It keeps its
+# own copy because the jail holds only graders/sandbox; this one keeps the database layer, and so every command that
+# opens the database, from importing the sandbox.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def scrub_surrogates(value: Any) -> Any:
+    """``value`` (a JSON tree) with each lone surrogate in its strings replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [scrub_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {scrub_surrogates(k): scrub_surrogates(v) for k, v in value.items()}
+    return value

@@ -5,11 +5,11 @@ function asks the problem's kind (graders.kinds) what to do.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from graders.answers.registry import answer_kind
-from graders.code.runner import CodeGraderLike
+from graders.code.grader import CodeGraderLike
 from graders.kinds import GradeContext, Payload, ValidateContext, kind_of
 from graders.model import ProblemBase
 from graders.problemset.loader import LoadedSet
@@ -85,14 +85,18 @@ def validate_set(
     code_grader: CodeGraderLike | None,
     progress: Callable[[str], None] | None = None,
     max_grading_s: float | None = None,
+    only: Collection[str] | None = None,
 ) -> ValidationReport:
     """Check every accept/reject case and (with a grader) run every code problem's solutions and mutants.
 
     ``max_grading_s``: the longest the service lets one grading run (its lease); code problems whose checks could
-    take longer are refused.
+    take longer are refused. ``only``: these problem ids alone (a code problem's points import its checks, and so
+    torch: showing one answer problem of a set should not).
     """
     report = ValidationReport()
     for index, problem in enumerate(loaded.spec.problems):
+        if only is not None and problem.id not in only:
+            continue
         where = f"problems[{index}] ({problem.id})"
         context = ValidateContext(loaded, where, report, code_grader, progress, max_grading_s)
         kind_of(problem).validate(problem, context)

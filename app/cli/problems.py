@@ -121,11 +121,11 @@ def show(
     """Print the student view of a set or one problem (prompt, parts with ids and kinds)."""
     settings = settings_or_exit()
     loaded = load_set_or_exit(set_name, settings, exit_code=1)
-    report = validate_set(loaded, code_grader=None)
     items = [p for p in loaded.spec.problems if problem is None or p.id == problem]
     if not items:
         typer.secho(f"no problem {problem!r}; the set has {[p.id for p in loaded.spec.problems]}", fg="red", err=True)
         raise typer.Exit(2)
+    report = validate_set(loaded, code_grader=None, only={p.id for p in items})  # points of what is shown
     views = [problem_view(p, loaded, report.points.get(p.id)) for p in items]
     if as_json:
         typer.echo(json.dumps(views[0] if problem else views, ensure_ascii=False, indent=2))

@@ -27,7 +27,7 @@ from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import loaded_version
 from app.submissions.models import Status, Submission, final_score_of, round_score
 from app.users.models import User
-from graders.code.runner import CodeGraderLike
+from graders.code.grader import CodeGraderLike
 from graders.grade import grade_submission
 from graders.kinds import kind_of
 from graders.problemset.loader import LoadedSet

@@ -23,7 +23,7 @@ from app.errors import N_, Invalid
 from app.gradebook.bulk_regrade import Prediction, Selection, final_of, manual_of, regraded_score
 from app.problemsets.service import loaded_version
 from app.submissions.models import Submission
-from graders.code.runner import CodeGraderLike
+from graders.code.grader import CodeGraderLike
 from graders.code.verdicts import loggable
 from graders.problemset.loader import LoadedSet
 

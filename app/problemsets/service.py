@@ -19,7 +19,7 @@ from app.errors import N_, Conflict, Forbidden, Invalid, NotFound
 from app.problemsets import checking_code
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.storage import load_version
-from graders.code.runner import CodeGraderLike
+from graders.code.grader import CodeGraderLike
 from graders.grade import problem_view, validate_set
 from graders.model import CodeProblem, ProblemSetSpec
 from graders.problemset.archive import ArchiveLimits, pack_files, unpack_archive

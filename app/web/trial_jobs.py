@@ -11,7 +11,7 @@ from typing import Any
 from app.gradebook.trial_regrade import TrialPlan, run_trial
 from app.web.background_jobs import BackgroundJobs, Job
 from app.web.i18n import N_
-from graders.code.runner import CodeGraderLike
+from graders.code.grader import CodeGraderLike
 
 
 @dataclass(kw_only=True)

@@ -8,7 +8,7 @@ from typing import Literal
 
 from app.config import Settings
 from graders.code.checks import CheckSpec
-from graders.code.runner import CodeGraderLike
+from graders.code.grader import CodeGraderLike
 from graders.model import CodeProblem
 from graders.results import GradeResult
 

@@ -22,7 +22,7 @@ from app.submissions.models import CheckResultRow, Grade, Status, Submission
 from app.webhooks.service import enqueue_event
 from app.worker import observe
 from app.worker.claims import renew, retry_delay_s
-from graders.code.runner import CodeGraderLike
+from graders.code.grader import CodeGraderLike
 from graders.code.verdicts import loggable
 from graders.grade import grade_submission
 from graders.input_limits import storable

@@ -41,7 +41,7 @@ from app.submissions.models import CheckResultRow, Grade, Status, Submission
 from app.webhooks.service import enqueue_event
 from app.worker import observe
 from app.worker.grading import GradingJob, job_labels, result_rows
-from graders.code.runner import CodeGraderLike
+from graders.code.grader import CodeGraderLike
 from graders.code.verdicts import loggable
 from graders.grade import grade_submission
 from graders.kinds import kind_of

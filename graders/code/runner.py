@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from pathlib import Path
-from typing import Protocol
 
 from graders.code import verdicts
 from graders.code.checks import CheckSpec, load_checks
@@ -17,12 +16,6 @@ from graders.sandbox.errors import SandboxError
 from graders.sandbox.pool import SlotPool
 
 log = logging.getLogger(__name__)
-
-
-class CodeGraderLike(Protocol):
-    """What grades a code submission: the sandboxed CodeGrader, or a test's in-process stand-in."""
-
-    def grade(self, *, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult: ...
 
 
 class CodeGrader:

@@ -44,11 +44,6 @@ def run_limits(problem: CodeProblem, checks: list[CheckSpec]) -> RunLimits:
     )
 
 
-def grading_budget_s(problem: CodeProblem, checks: list[CheckSpec]) -> float:
-    """The longest one grading may take: loading the source plus every check's whole budget (wall clock)."""
-    return problem.limits.time_s + sum(c.timeout_s for c in checks)
-
-
 def grade_in_slot(
     slot: Slot, config: SandboxConfig, *, source: str, problem: CodeProblem, checks: list[CheckSpec]
 ) -> GradeResult:

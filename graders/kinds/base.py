@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from graders.answers.registry import kind_name
-from graders.code.runner import CodeGraderLike
+from graders.code.grader import CodeGraderLike
 from graders.model import ProblemBase
 from graders.problemset.loader import LoadedSet
 from graders.problemset.validate import ValidationReport

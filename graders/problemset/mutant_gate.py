@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from graders.code.checks import CheckSpec, load_checks
-from graders.code.runner import CodeGraderLike
+from graders.code.grader import CodeGraderLike
 from graders.model import CodeProblem
 from graders.results import CATEGORIES, Verdict
 

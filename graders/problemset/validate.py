@@ -11,8 +11,7 @@ from typing import Any
 
 from graders.answers import grade_part
 from graders.code.checks import load_checks
-from graders.code.runner import CodeGraderLike
-from graders.code.slot_grading import grading_budget_s
+from graders.code.grader import CodeGraderLike, grading_budget_s
 from graders.model import ChoiceProblem, CodeProblem, FillInProblem
 from graders.problemset.errors import SetError
 from graders.problemset.loader import SET_FILE, LoadedSet
