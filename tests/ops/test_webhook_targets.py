@@ -7,9 +7,13 @@ The resolver is faked (socket.getaddrinfo, for the test's own names only); the r
 from __future__ import annotations
 
 import socket
+import ssl
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -181,3 +185,68 @@ def test_the_checked_address_is_used_with_the_urls_own_host_header(  # type: ign
     assert (status, error) == (200, None)
     assert [(r["headers"]["host"], r["verified"]) for r in receiver.received] == [(f"hook.test:{port}", True)]
     assert asked == ["127.0.0.1"]
+
+
+def _tls_files(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
+    """A CA and a certificate it signed for ``name`` (no IP in it): (ca.pem, cert.pem, key.pem)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.now(UTC)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "webhook test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(1).not_valid_before(now - timedelta(days=1)).not_valid_after(now + timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))  # fmt: skip
+    leaf = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(2)
+            .not_valid_before(now - timedelta(days=1)).not_valid_after(now + timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .sign(ca_key, hashes.SHA256()))  # fmt: skip
+    paths = tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))  # fmt: skip
+    return paths
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize(("certified", "delivered"), [("hook.test", True), ("other.test", False)])
+def test_https_names_the_url_host_for_sni_and_the_certificate(  # type: ignore[no-untyped-def]
+    settings: Settings, sessions, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, certified: str, delivered: bool,
+) -> None:  # fmt: skip
+    """A real TLS server on 127.0.0.1 with a certificate for a name only: the connection goes to the checked
+    address, and TLS sends and verifies the URL's name (a certificate for another name is refused)."""
+    ca, cert, key = _tls_files(tmp_path, certified)
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(cert, key)
+    seen_sni: list[str | None] = []
+    server_context.sni_callback = lambda sock, name, ctx: seen_sni.append(name)
+    with running_receiver(ssl_context=server_context) as tls_receiver:
+        tls_port = int(tls_receiver.url.rsplit(":", 1)[1].split("/")[0])
+        fake_resolver(monkeypatch, "hook.test", ["127.0.0.1"])
+        allowed = settings.model_copy(update={"webhook_allow_private": True, "webhook_timeout_s": 5.0})
+        sender = WebhookSender(allowed, sessions)
+        # The sender's own client, trusting the test CA instead of the public ones.
+        sender._http.close()
+        sender._http = httpx.Client(timeout=5.0, follow_redirects=False, trust_env=False,
+                                    limits=httpx.Limits(max_keepalive_connections=0),
+                                    verify=ssl.create_default_context(cafile=str(ca)))  # fmt: skip
+        tls_receiver.secret = new_secret()
+        try:
+            status, error, _, _ = sender._send(
+                f"https://hook.test:{tls_port}/hook", tls_receiver.secret, "msg_tls", "{}"
+            )
+        finally:
+            sender._http.close()
+        assert seen_sni == ["hook.test"]
+        if delivered:
+            assert (status, error) == (200, None)
+            assert [r["headers"]["host"] for r in tls_receiver.received] == [f"hook.test:{tls_port}"]
+        else:
+            assert status is None and error is not None and "CERTIFICATE_VERIFY_FAILED" in error, error
+            assert tls_receiver.received == []
