@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,6 +16,7 @@ from app.courses.access import operator_access
 from app.courses.models import Assignment, Counts, Course, MemberRole, Offering, Release
 from app.courses.permissions import Action
 from app.gradebook.overrides import affected_users, rescore
+from app.input_types import to_utc
 
 courses_app = typer.Typer(help="Courses (admins).", no_args_is_help=True)
 offerings_app = typer.Typer(help="Offerings (terms) of a course.", no_args_is_help=True)
@@ -31,7 +32,10 @@ def _when(text: str | None) -> datetime | None:
         value = datetime.fromisoformat(text)
     except ValueError as exc:
         raise typer.BadParameter(f"{text!r} is not an ISO date such as 2027-03-01T23:59+01:00") from exc
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+    try:
+        return to_utc(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
 
 
 @courses_app.command("create")

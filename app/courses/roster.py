@@ -2,7 +2,8 @@
 
 Columns: ``email`` (required), ``name``, ``section``, ``role``, ``student_id`` (optional; any order, any case).
 Bad rows are all reported with their line numbers and nothing is written. With ``drop_missing``, students not in
-the file are marked dropped; staff never are.
+the file are marked dropped; staff never are. The file's bounds (bytes, rows, characters a field) are those of
+graders.input_limits; a NUL character is refused on every backend (PostgreSQL cannot store one, SQLite would).
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from app.courses import service
 from app.courses.models import MemberRole, Membership, MemberSource, MemberStatus, Offering
 from app.errors import Invalid
 from app.users.models import User
+from graders.input_limits import MAX_CSV_BYTES, MAX_CSV_FIELD_CHARS, MAX_CSV_ROWS, NUL, NUL_MESSAGE
 
 COLUMNS = ("email", "name", "section", "role", "student_id")
-MAX_ROWS = 20_000
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,11 @@ class RosterInvalid(Invalid):
 
 
 def parse(data: bytes) -> list[RosterRow]:
-    """Rows of a roster CSV; raises RosterInvalid listing every bad row (line numbers count the header as 1)."""
+    """Rows of a roster CSV; raises RosterInvalid listing every bad row (line numbers count the header as 1).
+
+    Callers read at most MAX_CSV_BYTES + 1 bytes: a longer file is refused here, never parsed cut short."""
+    if len(data) > MAX_CSV_BYTES:
+        raise RosterInvalid([{"line": 1, "msg": f"the file is larger than {MAX_CSV_BYTES} bytes; split it"}])
     try:
         text = data.decode("utf-8-sig")  # utf-8-sig drops a leading BOM (spreadsheets save one)
     except UnicodeDecodeError as exc:
@@ -62,7 +67,9 @@ def parse(data: bytes) -> list[RosterRow]:
         raise RosterInvalid(
             [{"line": line, "msg": f"not UTF-8 (byte {exc.start}); save the file as UTF-8 CSV"}]
         ) from exc
-    reader = csv.reader(io.StringIO(text, newline=""))
+    if NUL in text:
+        raise RosterInvalid([{"line": text[: text.index(NUL)].count("\n") + 1, "msg": f"the file {NUL_MESSAGE}"}])
+    reader = _Rows(text)
     header = [h.strip().lower() for h in next(reader, [])]
     if "email" not in header:
         raise RosterInvalid([{"line": 1, "msg": f"no 'email' column; the header has {header}"}])
@@ -76,8 +83,11 @@ def parse(data: bytes) -> list[RosterRow]:
         line = reader.line_num
         if not any(v.strip() for v in values):
             continue
-        if len(rows) + len(errors) >= MAX_ROWS:
-            raise RosterInvalid([{"line": line, "msg": f"more than {MAX_ROWS} rows; split the file"}])
+        if len(rows) + len(errors) >= MAX_CSV_ROWS:
+            raise RosterInvalid([{"line": line, "msg": f"more than {MAX_CSV_ROWS} rows; split the file"}])
+        if any(len(v) > MAX_CSV_FIELD_CHARS for v in values):
+            errors.append({"line": line, "msg": f"a field is longer than {MAX_CSV_FIELD_CHARS} characters"})
+            continue
         cells = {h: (values[i].strip() if i < len(values) else "") for i, h in enumerate(header) if h}
         email = cells.get("email", "").lower()
         role_text = cells.get("role", "").lower() or MemberRole.STUDENT
@@ -106,6 +116,29 @@ def parse(data: bytes) -> list[RosterRow]:
     if errors:
         raise RosterInvalid(errors)
     return rows
+
+
+class _Rows:
+    """csv.reader whose own refusals (a field over its 131 072-character limit, a stray quote in strict mode) are
+    a RosterInvalid naming the line, not an uncaught csv.Error. The reader cannot go on after one."""
+
+    def __init__(self, text: str) -> None:
+        self._reader = csv.reader(io.StringIO(text, newline=""))
+
+    @property
+    def line_num(self) -> int:
+        return self._reader.line_num
+
+    def __iter__(self) -> _Rows:
+        return self
+
+    def __next__(self) -> list[str]:
+        try:
+            return next(self._reader)
+        except csv.Error as exc:
+            line = self._reader.line_num
+            msg = f"a field is longer than {MAX_CSV_FIELD_CHARS} characters" if "field larger" in str(exc) else str(exc)
+            raise RosterInvalid([{"line": line, "msg": msg}]) from exc
 
 
 def diff(session: Session, offering: Offering, rows: list[RosterRow], *, drop_missing: bool) -> RosterDiff:

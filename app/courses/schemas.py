@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.courses.models import Counts, MemberRole, MemberStatus, Release
+from app.input_types import Instant, PatchBody
 
 _ID = {"ge": 1, "le": 2**31 - 1}
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    """Dates without a zone are read as UTC; every date is stored absolute."""
-    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 class CourseCreate(BaseModel):
@@ -51,23 +47,19 @@ class OfferingCreate(BaseModel):
     slug: str = Field(max_length=64, examples=["2027-spring"])
     title: str = Field(max_length=300)
     time_zone: str = Field("UTC", max_length=64, description="IANA name; pages show dates in the viewer's zone")
-    starts_at: datetime | None = None
-    ends_at: datetime | None = None
-
-    _zones = field_validator("starts_at", "ends_at")(_aware)
+    starts_at: Instant | None = Field(None, description="UTC when no zone is given")
+    ends_at: Instant | None = None
 
 
-class OfferingUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class OfferingUpdate(PatchBody):
+    nullable: ClassVar[frozenset[str]] = frozenset({"starts_at", "ends_at", "self_join_until"})
     title: str | None = Field(None, max_length=300)
     time_zone: str | None = Field(None, max_length=64)
-    starts_at: datetime | None = None
-    ends_at: datetime | None = None
+    starts_at: Instant | None = Field(None, description="null: no start date")
+    ends_at: Instant | None = Field(None, description="null: no end date")
     join_enabled: bool | None = Field(None, description="switch self-enrolment by join code on or off")
-    self_join_until: datetime | None = Field(None, description="the self-enrolment cut-off")
+    self_join_until: Instant | None = Field(None, description="the self-enrolment cut-off; null: none")
     ta_can_override: bool | None = Field(None, description="TAs may give extensions and extra attempts")
-
-    _zones = field_validator("starts_at", "ends_at", "self_join_until")(_aware)
 
 
 class JoinCode(BaseModel):
@@ -141,13 +133,17 @@ class RosterPreview(BaseModel):
     new_sections: list[str] = Field(description="sections no member had before: check them for typos")
 
 
-class Policy(BaseModel):
+class Policy(PatchBody):
     """Assignment settings; every field is optional when updating."""
 
-    model_config = ConfigDict(extra="forbid")
+    # null clears these (no pin, no dates, the set's own late policy, unlimited, untimed); the others have a value.
+    nullable: ClassVar[frozenset[str]] = frozenset(
+        {"pinned_version", "open_at", "due_at", "late_penalty_per_day", "max_late_days", "max_attempts",
+         "time_limit_min"}
+    )  # fmt: skip
     pinned_version: int | None = Field(None, ge=1, description="a version number to pin; omit for the latest")
-    open_at: datetime | None = None
-    due_at: datetime | None = None
+    open_at: Instant | None = None
+    due_at: Instant | None = None
     late_penalty_per_day: float | None = Field(None, ge=0, le=1, description="null: the set's own late policy")
     max_late_days: int | None = Field(None, ge=0, le=365)
     max_attempts: int | None = Field(None, ge=1, le=10_000, description="per problem; null: unlimited")
@@ -168,8 +164,6 @@ class Policy(BaseModel):
         description="a timed assignment: minutes from each student's first open (x their override's "
         "time_multiplier), never past the due date; null: untimed",
     )
-
-    _zones = field_validator("open_at", "due_at")(_aware)
 
 
 class AssignmentCreate(Policy):
@@ -203,13 +197,11 @@ class OverrideCreate(BaseModel):
     member: int | None = Field(None, ge=1, le=2**31 - 1, description="a membership id (or give email)")
     email: str | None = Field(None, max_length=254)
     section: str | None = Field(None, max_length=64, description="an override for a whole section")
-    due_at: datetime | None = Field(None, description="the new due date, absolute")
+    due_at: Instant | None = Field(None, description="the new due date, absolute")
     late_penalty_per_day: float | None = Field(None, ge=0, le=1)
     extra_attempts: int = Field(0, ge=0, le=10_000)
     time_multiplier: float = Field(1.0, ge=1, le=10, description="stretches a timed assignment's time limit")
     note: str = Field("", max_length=300)
-
-    _zones = field_validator("due_at")(_aware)
 
 
 class OverridePublic(BaseModel):

@@ -15,6 +15,7 @@ from app.access_log import note
 from app.courses.policy import policy_for
 from app.deps import Offset, Principal, PrincipalDep, RowId, RowIdQuery, SessionDep, SettingsDep
 from app.error_format import error_responses
+from app.input_types import FiniteSeconds
 from app.problemsets.service import loaded_version
 from app.submissions import service
 from app.submissions.events import SAFETY_POLL_S, GradeEvents
@@ -65,7 +66,7 @@ async def create_submission(
     response: Response,
     principal: PrincipalDep,
     settings: SettingsDep,
-    wait: Annotated[float, Query(ge=0, description="block up to N seconds for the result (CI)")] = 0,
+    wait: Annotated[FiniteSeconds, Query(description="block up to N seconds for the result (CI)")] = 0,
     # An empty key would be stored as "" and collide with the next empty one: refused here, like a long one.
     idempotency_key: Annotated[str | None, Header(min_length=1, max_length=128)] = None,
 ) -> SubmissionPublic:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+from app.input_types import Instant
 from app.safe_text import SafeStr
 
 
@@ -37,13 +38,8 @@ class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: SafeStr = Field(default="token", max_length=100)
     scopes: list[SafeStr] | None = Field(default=None, description="some of submit, read, instructor, metrics")
-    expires_at: datetime | None = Field(default=None, description="UTC when no zone is given")
+    expires_at: Instant | None = Field(default=None, description="UTC when no zone is given")
     offering: int | None = Field(default=None, ge=1, le=2**31 - 1, description="narrow the token to this offering")
-
-    @field_validator("expires_at")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 class TokenPublic(BaseModel):

@@ -5,7 +5,7 @@ submission, follow progress."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -20,6 +20,7 @@ from app.courses.permissions import Action
 from app.deps import RowId, RowIdQuery
 from app.errors import Conflict, Invalid, NotFound
 from app.gradebook import bulk_regrade, trial_regrade
+from app.input_types import to_utc
 from app.users.models import User
 from app.web.background_jobs import BackgroundJobs
 from app.web.deps import CheckedForm, WebInstructor, WebSession
@@ -39,7 +40,10 @@ def _since(raw: str, zone: str) -> datetime | None:
         naive = datetime.fromisoformat(raw)
     except ValueError as exc:
         raise Invalid(f"since: {raw[:40]!r} is not a date and time", field="since") from exc
-    return (naive if naive.tzinfo else naive.replace(tzinfo=ZoneInfo(zone))).astimezone(UTC)
+    try:
+        return to_utc(naive, ZoneInfo(zone))
+    except ValueError as exc:
+        raise Invalid(f"since: {exc}", field="since") from exc
 
 
 def _fields(source: FormData | dict[str, str]) -> dict[str, str]:

@@ -3,7 +3,7 @@ assignment's settings and overrides, joining by code. Every page asks app.course
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -21,6 +21,7 @@ from app.deps import RowId
 from app.errors import DomainError, Forbidden, Invalid
 from app.gradebook.overrides import affected_users, rescore
 from app.gradebook.row import student_row
+from app.input_types import to_utc
 from app.problemsets.models import ProblemSet
 from app.users import invitations
 from app.users.models import User
@@ -36,6 +37,7 @@ from app.web.deps import (
 from app.web.i18n import N_, error_text, for_request
 from app.web.page_route import WebRoute
 from app.web.rendering import render
+from graders.input_limits import MAX_CSV_BYTES
 
 router = APIRouter(route_class=WebRoute)
 RELEASES = [r.value for r in Release]
@@ -57,8 +59,7 @@ def _local(value: str, zone: str) -> datetime | None:
         naive = datetime.fromisoformat(value)
     except ValueError as exc:
         raise Invalid(f"{value!r} is not a date and time") from exc
-    aware = naive if naive.tzinfo else naive.replace(tzinfo=ZoneInfo(zone))
-    return aware.astimezone(UTC)
+    return to_utc(naive, ZoneInfo(zone))  # ValueError out of range: the form's error, like a bad spelling
 
 
 @router.get("/courses")
@@ -200,7 +201,8 @@ async def import_roster(
     access = access_for(session, user)
     offering = courses.get_offering(session, access, offering_id, Action.ROSTER)
     upload = form.get("file")
-    data = (await upload.read(5 * 1024 * 1024)) if isinstance(upload, UploadFile) else _text(form, "csv").encode()
+    # One byte over the bound, so that roster.parse refuses a longer file instead of reading its first part.
+    data = (await upload.read(MAX_CSV_BYTES + 1)) if isinstance(upload, UploadFile) else _text(form, "csv").encode()
     drop = _text(form, "drop_missing") == "on"
     try:
         result = roster.diff(session, offering, roster.parse(data), drop_missing=drop)

@@ -6,9 +6,10 @@ import asyncio
 import contextlib
 import time
 from dataclasses import asdict
+from typing import Annotated
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
@@ -20,6 +21,7 @@ from app.courses.access import access_for
 from app.courses.policy import Closed, TooManyAttempts
 from app.deps import RowId, RowIdQuery, cross_site
 from app.errors import Invalid
+from app.input_types import FiniteSeconds
 from app.problemsets.service import loaded_version
 from app.submissions import service as submissions
 from app.submissions.events import SAFETY_POLL_S, GradeEvents
@@ -172,14 +174,16 @@ def submission_page(
 
 
 @router.get("/submissions/{submission_id}/live")
-async def submission_live(request: Request, submission_id: RowId, wait: float = 0) -> Response:
+async def submission_live(
+    request: Request, submission_id: RowId, wait: Annotated[FiniteSeconds, Query()] = 0
+) -> Response:
     """The result part of the submission page, once graded or after ``wait`` seconds (for in-place updates).
 
     Woken by the worker's grade event, like the API's ``?wait``; the page's script asks again while it is waiting.
     No database session is held while waiting: each read opens its own (many pages may wait at once).
     """
     settings = request.app.state.settings
-    deadline = time.monotonic() + min(max(wait, 0.0), LIVE_WAIT_S)
+    deadline = time.monotonic() + min(wait, LIVE_WAIT_S)
     events: GradeEvents = request.app.state.grade_events
     with events.listen(submission_id) as finished_event:  # registered before the first read: no wake-up is missed
         while True:

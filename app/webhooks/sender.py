@@ -34,7 +34,7 @@ from app.submissions.presenter import submission_public
 from app.submissions.release import seal_for
 from app.users.models import ApiToken, User
 from app.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from app.webhooks.targets import check_target
+from app.webhooks.targets import Target, check_target
 
 log = logging.getLogger(__name__)
 _Outcome = tuple[int | None, str | None, float | None, float]
@@ -48,7 +48,12 @@ class WebhookSender(PollingSender):
             settings, session_factory, log=log, name="webhook sender", thread_name="webhook-sender",
             join_s=settings.webhook_timeout_s + 5,  # a POST in flight may finish
         )  # fmt: skip
-        self._http = httpx.Client(timeout=settings.webhook_timeout_s, follow_redirects=False)
+        # No kept-alive connections: a connection is made to the address checked for this attempt and verified
+        # for this URL's name, so reusing it for another URL on the same address would skip that URL's checks.
+        self._http = httpx.Client(
+            timeout=settings.webhook_timeout_s, follow_redirects=False, trust_env=False,
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )  # fmt: skip
 
     def stop(self) -> None:
         super().stop()
@@ -106,24 +111,39 @@ class WebhookSender(PollingSender):
         """One signed POST: (status code or None, error or None, Retry-After seconds or None, latency in ms)."""
         start = time.perf_counter()
         try:
-            # Again at every attempt: the name may resolve elsewhere now than at registration.
-            check_target(url, allow_private=self.settings.webhook_allow_private)
+            # Again at every attempt: the name may resolve elsewhere now than at registration. Resolved once, here:
+            # the connection goes to an address this check saw, never to what a second lookup answers.
+            target = check_target(url, allow_private=self.settings.webhook_allow_private)
             now = datetime.now(UTC)
             signature = Webhook(secret).sign(message_id, now, body)
             headers = {
+                "host": target.host_header,
                 "content-type": "application/json",
                 "webhook-id": message_id,
                 "webhook-timestamp": str(int(now.timestamp())),
                 "webhook-signature": signature,
                 "user-agent": "autograder-webhooks/1",
             }
-            resp = self._http.post(url, content=body.encode(), headers=headers)
+            resp = self._post(target, body.encode(), headers)
         except DomainError as exc:
             return None, exc.message[:300], None, 0.0
         except httpx.HTTPError as exc:
             return None, f"{type(exc).__name__}: {exc}"[:300], None, (time.perf_counter() - start) * 1000
         latency_ms = (time.perf_counter() - start) * 1000
         return resp.status_code, None, retry_after(resp.headers.get("retry-after")), latency_ms
+
+    def _post(self, target: Target, content: bytes, headers: dict[str, str]) -> httpx.Response:
+        """POST to the first checked address that takes the connection. TLS sends, and verifies the certificate
+        for, the URL's own name (the ``sni_hostname`` extension), not the address connected to."""
+        extensions = {"sni_hostname": target.server_name} if target.server_name else None
+        for address in target.addresses[:-1]:
+            try:
+                return self._http.post(target.pinned_url(address), content=content, headers=headers,
+                                       extensions=extensions)  # fmt: skip
+            except httpx.ConnectError:
+                continue  # the next address of the name, as a resolver-driven client would
+        return self._http.post(target.pinned_url(target.addresses[-1]), content=content, headers=headers,
+                               extensions=extensions)  # fmt: skip
 
     def _record(
         self, delivery_id: int, attempt: int, status_code: int | None, error: str | None,

@@ -55,7 +55,8 @@ def create_endpoint(
     unknown = sorted(set(events) - set(EVENTS))
     if unknown or not events:
         raise Invalid(f"unknown or no events {unknown}; expected some of {list(EVENTS)}", field="events")
-    check_target(url, allow_private=settings.webhook_allow_private)
+    # With private targets allowed, the name may only resolve on the CI runner's network: not looked up here.
+    check_target(url, allow_private=settings.webhook_allow_private, resolve=not settings.webhook_allow_private)
     if offering_id is None:
         if len(list_endpoints(session, user=user)) >= MAX_ENDPOINTS_PER_USER:
             raise Invalid(f"at most {MAX_ENDPOINTS_PER_USER} webhook endpoints per user", field="url")

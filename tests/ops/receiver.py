@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -30,8 +31,9 @@ class Receiver:
 
 
 @contextmanager
-def running_receiver() -> Iterator[Receiver]:
-    """A webhook receiver on 127.0.0.1 that verifies every request with the standardwebhooks library."""
+def running_receiver(ssl_context: ssl.SSLContext | None = None) -> Iterator[Receiver]:
+    """A webhook receiver on 127.0.0.1 that verifies every request with the standardwebhooks library (over TLS
+    with ``ssl_context``)."""
     state = Receiver(url="", codes=[200])
 
     class Handler(BaseHTTPRequestHandler):
@@ -55,7 +57,10 @@ def running_receiver() -> Iterator[Receiver]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    if ssl_context is not None:
+        server.socket = ssl_context.wrap_socket(server.socket, server_side=True)
+    scheme = "https" if ssl_context is not None else "http"
+    state.url = f"{scheme}://127.0.0.1:{server.server_address[1]}/hook"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield state
