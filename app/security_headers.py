@@ -114,12 +114,11 @@ class SecurityHeaders:
                         headers[name] = value
                 if "content-security-policy" not in headers:
                     session = scope.get("session")
-                    frame = [*(_listed(session.get(FRAME_KEY)) if isinstance(session, dict) else [])]
-                    frame += _listed(state.get(_FRAME_STATE))
-                    path = str(scope.get("path", ""))
-                    scripts = not path.startswith(_DOC_PATHS)
+                    launched = _listed(session.get(FRAME_KEY)) if isinstance(session, dict) else []
                     headers["content-security-policy"] = policy(
-                        frame=frame, form=_listed(state.get(_FORM_STATE)), scripts=scripts
+                        frame=[*launched, *_listed(state.get(_FRAME_STATE))],
+                        form=_listed(state.get(_FORM_STATE)),
+                        scripts=not str(scope.get("path", "")).startswith(_DOC_PATHS),
                     )
             await send(message)
 

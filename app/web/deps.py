@@ -39,12 +39,13 @@ WebSettings = SettingsDep
 
 
 def optional_user(request: Request, session: WebSession) -> User | None:
-    found = login_sessions.find(session, request.session)
-    user = found.user if found is not None else None
-    if found is not None and user is not None:
-        login_sessions.touch_apart(request.app.state.session_factory, found)
-        request.state.user = user  # for the navigation bar of error pages
-        request.state.staff = user.is_admin or access_for(session, user).any_staff
+    found = login_sessions.find(session, request.session)  # one query, the user with it
+    if found is None:
+        return None
+    login_sessions.touch_apart(request.app.state.session_factory, found)
+    user = found.user
+    request.state.user = user  # for the navigation bar of error pages
+    request.state.staff = user.is_admin or access_for(session, user).any_staff
     return user
 
 
