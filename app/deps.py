@@ -74,13 +74,13 @@ def get_principal(request: Request) -> Principal:
     with request.app.state.session_factory() as session:
         principal = _authenticate(request, session)
         try:
-            session.commit()  # only a token's last_used_at (to the minute), if anything
+            session.commit()  # only a token's or a session's last use (to the minute), if anything
         except OperationalError as exc:
             # Bookkeeping: a locked or busy database must not fail a request that only reads. A request that
             # writes meets the lock again in its own transaction and gets its 503 there.
             session.rollback()  # expires what was loaded: read the user's columns again (a read, not blocked)
             session.refresh(principal.user)
-            log.warning("could not record a token's last use (%s); the request goes on", exc.orig)
+            log.warning("could not record a token's or a session's last use (%s); the request goes on", exc.orig)
     note(request, user_id=principal.user.id, token_id=principal.token_id)
     return principal
 
@@ -103,7 +103,7 @@ def _authenticate(request: Request, session: Session) -> Principal:
                 session, token_user, staff_scope="instructor" in scopes, only_offering=token.offering_id
             )
         return Principal(token_user, scopes, via_token=True, access=access, token_id=token.id)
-    user = cookie_user(session, request.session)
+    user = cookie_user(session, request.session, touch=True)  # committed by get_principal, or given up
     if user is None:
         raise Unauthorized("log in (POST /api/v1/auth/login) or send an API token")
     if request.method in _UNSAFE:

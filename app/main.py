@@ -27,6 +27,7 @@ from app.problemsets.set_loader import SetLoader
 from app.ratelimit.errors import install_handler as install_rate_limit_handler
 from app.ratelimit.service import build_limiter
 from app.request_id import RequestIdMiddleware
+from app.security_headers import SecurityHeaders
 from app.submissions.events import GradeEvents, RedisRelay
 from app.submissions.router import router as submissions_router
 from app.users.password_checks import PasswordChecks
@@ -160,6 +161,8 @@ def create_app(
     app.add_middleware(AccessLog, observers=(metrics.observe_http,))
     # Outermost, so every response (a refused body, a 500) carries the id.
     app.add_middleware(RequestIdMiddleware)
+    # Outside all of them, so a refusal or a 500 carries the headers too; it reads the session the endpoint left.
+    app.add_middleware(SecurityHeaders)
     install_error_handlers(app)
     install_rate_limit_handler(app)
     install_openapi(app)

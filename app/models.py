@@ -14,7 +14,7 @@ from app.lti.models import (
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.ratelimit.models import RateLimitCounter
 from app.submissions.models import CheckResultRow, Grade, Submission
-from app.users.models import ApiToken, Invitation, User
+from app.users.models import ApiToken, Invitation, LoginSession, User
 from app.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "Course",
     "Grade",
     "Invitation",
+    "LoginSession",
     "LtiContext",
     "LtiDeployment",
     "LtiLaunchState",

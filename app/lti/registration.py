@@ -76,6 +76,15 @@ def list_platforms(session: Session) -> list[LtiPlatform]:
     return list(session.scalars(select(LtiPlatform).order_by(LtiPlatform.id)))
 
 
+def platform_urls(session: Session, issuer: str | None = None) -> list[str]:
+    """The issuer and login URLs of the registered platforms (of ``issuer``'s only, if given): their origins may
+    frame the LTI pages, as an LMS opens a launch in an iframe of its own."""
+    query = select(LtiPlatform.issuer, LtiPlatform.auth_login_url).order_by(LtiPlatform.id)
+    if issuer is not None:
+        query = query.where(LtiPlatform.issuer == issuer)
+    return [url for row in session.execute(query) for url in row]
+
+
 def get_platform(session: Session, platform_id: int) -> LtiPlatform:
     platform = session.get(LtiPlatform, platform_id)
     if platform is None:

@@ -72,6 +72,27 @@ class ApiToken(Base):
     user: Mapped[User] = relationship(back_populates="tokens")
 
 
+class LoginSession(Base):
+    """A logged-in browser: the session cookie carries a random key, only its SHA-256 is kept here.
+
+    The row, not the cookie, decides whether the session still works: logging out revokes this one, a password
+    change every other one of the account, so a copied cookie stops working then (a signed cookie alone cannot be
+    taken back). ``expires_at`` is the idle limit: each use (to the minute) moves it on by the session's lifetime.
+    """
+
+    __tablename__ = "login_session"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    user: Mapped[User] = relationship()
+
+
 class Invitation(Base):
     """A one-time link that activates one invited roster row: it sets the password of a new account, or an
     existing account of the row's email accepts the offering with it.

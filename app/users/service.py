@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, joinedload
 
 from app.courses import service as courses
@@ -25,6 +24,7 @@ from app.security import (
     password_needs_rehash,
     verify_password,
 )
+from app.users import login_sessions
 from app.users.models import LOCALES, ApiToken, GlobalRole, Role, User
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -34,7 +34,6 @@ STAFF_SCOPES = ("instructor", "metrics")
 DEFAULT_SCOPES = ["submit", "read"]
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1024  # as the login body allows (LoginRequest)
-_AUTH_KEY = "auth"
 
 
 def check_password(password: str, *, field: str = "password") -> None:
@@ -118,45 +117,60 @@ def _rehash(session: Session, user: User, password: str) -> User | None:
     return user if user.is_active and verify_password(password, user.password_hash) else None
 
 
-def log_in(session: Session, cookie: MutableMapping[str, Any], *, email: str, password: str) -> User | None:
-    """Check the password; on success start a fresh cookie session for the user (both the API and the pages).
+def log_in(
+    session: Session, cookie: MutableMapping[str, Any], *, email: str, password: str, lifetime_s: int
+) -> User | None:
+    """Check the password; on success start a fresh session for the user (both the API and the pages).
 
     Nothing set before the login carries over into the new session (session fixation).
     """
     user = authenticate(session, email=email, password=password) if email and password else None
     if user is not None:
-        start_session(cookie, user)
+        start_session(session, cookie, user, lifetime_s=lifetime_s)
     return user
 
 
-def start_session(cookie: MutableMapping[str, Any], user: User) -> None:
-    """A fresh cookie session for a user whose identity was just proven (a password, an LTI launch, an invitation).
-
-    Nothing set before carries over (session fixation), and the session ends when the password changes.
-    """
-    cookie.clear()
-    cookie["user_id"] = user.id
-    cookie[_AUTH_KEY] = _session_auth(user)
+def start_session(session: Session, cookie: MutableMapping[str, Any], user: User, *, lifetime_s: int) -> None:
+    """A fresh session for a user whose identity was just proven (a password, an LTI launch): a new row, its key in
+    the cookie. Nothing set before carries over (session fixation); it ends at logout or a password change."""
+    login_sessions.start(session, cookie, user, lifetime_s=lifetime_s)
 
 
-def _session_auth(user: User) -> str:
-    # Derived from the password hash (its salt is new with every password): changing the password ends every
-    # cookie session made before, as the signed cookies themselves are kept nowhere on the server to delete.
-    return hashlib.sha256(b"session-auth:" + user.password_hash.encode()).hexdigest()[:32]
+def log_out(session: Session, cookie: MutableMapping[str, Any]) -> None:
+    """End this cookie's session on the server too: a copy of the cookie no longer logs anyone in."""
+    login_sessions.end(session, cookie)
 
 
-def cookie_user(session: Session, cookie: Mapping[str, Any]) -> User | None:
-    """The active user a cookie session belongs to, or None (also once the password has changed since login)."""
-    user_id = cookie.get("user_id")
-    user = session.get(User, user_id) if isinstance(user_id, int) else None
-    if user is None or not user.is_active:
+def cookie_user(session: Session, cookie: Mapping[str, Any], *, touch: bool = False) -> User | None:
+    """The active user a cookie's live session belongs to, or None (logged out, expired, or the password changed
+    since). ``touch``: record the use through ``session`` (the caller commits, or gives it up)."""
+    row = login_sessions.find(session, cookie)
+    if row is None:
         return None
-    sent = cookie.get(_AUTH_KEY)
-    return user if isinstance(sent, str) and secrets.compare_digest(sent, _session_auth(user)) else None
+    now = utcnow()
+    if touch and login_sessions.touch_due(row, now):
+        login_sessions.touch(row, now)
+    return row.user
 
 
-def change_password(session: Session, cookie: MutableMapping[str, Any], *, user: User, current: str, new: str) -> None:
-    """Set a new password once the current one is given; the user's other cookie sessions end, this one goes on."""
+@dataclass(frozen=True)
+class PasswordChanged:
+    sessions_ended: int  # the account's other sessions, logged out
+    tokens_revoked: int  # its API tokens that worked until now
+
+
+def change_password(
+    session: Session,
+    cookie: Mapping[str, Any],
+    *,
+    user: User,
+    current: str,
+    new: str,
+    revoke_tokens: bool = True,
+) -> PasswordChanged:
+    """Set a new password once the current one is given. Every other session of the account ends (this one goes
+    on) and, unless ``revoke_tokens`` is False, so do its API tokens: whoever knew the old password may have made
+    some."""
     if not verify_password(current, user.password_hash):
         raise Invalid(N_("the current password is wrong"), field="current_password")
     check_password(new, field="new_password")
@@ -164,7 +178,25 @@ def change_password(session: Session, cookie: MutableMapping[str, Any], *, user:
         raise Invalid(N_("the new password is the current one"), field="new_password")
 
     user.password_hash = hash_password(new)
-    cookie[_AUTH_KEY] = _session_auth(user)
+    ended = login_sessions.end_others(session, user, cookie)
+    return PasswordChanged(
+        sessions_ended=ended, tokens_revoked=revoke_all_tokens(session, user) if revoke_tokens else 0
+    )
+
+
+def revoke_all_tokens(session: Session, user: User) -> int:
+    """Revoke every API token of ``user`` that still works; returns how many."""
+    now = utcnow()
+    result = session.execute(
+        update(ApiToken)
+        .where(
+            ApiToken.user_id == user.id,
+            ApiToken.revoked_at.is_(None),
+            or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > now),
+        )
+        .values(revoked_at=now)
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
 
 
 def set_locale(session: Session, *, user_id: int, locale: str | None) -> User:

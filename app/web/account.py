@@ -1,4 +1,4 @@
-"""Your account: the pages' language, the password (other sessions end), API tokens (created once-shown, revoked)."""
+"""Your account: the pages' language, the password (other sessions and the tokens end), API tokens (shown once)."""
 
 from __future__ import annotations
 
@@ -35,10 +35,12 @@ def _text(form: FormData, key: str) -> str:
 @router.get("/account")
 def account_page(request: Request, user: WebUser) -> Response:
     """The language and password forms."""
+    revoked = request.query_params.get("tokens_revoked", "")
     return render(
         request,
         "account/index.html",
         changed=request.query_params.get("changed") == "1",
+        tokens_revoked=int(revoked) if revoked.isdigit() and len(revoked) < 7 else None,
         language_saved=request.query_params.get("language") == "saved",
     )
 
@@ -63,19 +65,29 @@ def save_language(request: Request, form: CheckedForm, user: WebUser, session: W
 
 @router.post("/account/password")
 def change_password(request: Request, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
-    """Check the current password, set the new one; every other session of this account is logged out."""
+    """Check the current password, set the new one: every other session of this account is logged out and its API
+    tokens are revoked (unless "keep my tokens" is ticked); the page says how many."""
     # A wrong current password is a guess like a wrong login: the same limits.
     request.app.state.limiter.login(email=user.email, address=request.client.host if request.client else "-")
     new, again = _text(form, "new_password"), _text(form, "new_password_again")
     try:
         if new != again:
             raise Invalid(for_request(request).gettext("the two new passwords differ"), field="new_password_again")
-        users.change_password(session, request.session, user=user, current=_text(form, "current_password"), new=new)
+        keep_tokens = _text(form, "keep_tokens") == "1"  # unchecked, or a form without the box: revoked
+        done = users.change_password(
+            session,
+            request.session,
+            user=user,
+            current=_text(form, "current_password"),
+            new=new,
+            revoke_tokens=not keep_tokens,
+        )
     except Invalid as exc:
         session.rollback()
         return render(request, "account/index.html", 422, error=error_text(request, exc), error_field=exc.field)
     session.commit()
-    return RedirectResponse("/account?changed=1", status_code=303)
+    revoked = "" if keep_tokens else f"&tokens_revoked={done.tokens_revoked}"
+    return RedirectResponse(f"/account?changed=1{revoked}", status_code=303)
 
 
 def _tokens_page(request: Request, session: WebSession, user: User, status: int = 200, **extra: Any) -> Response:

@@ -1,4 +1,4 @@
-"""Log in and out with the session cookie (request.session["user_id"], signed by SessionMiddleware)."""
+"""Log in and out: the signed session cookie holds the key of a server-side session (app.users.login_sessions)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.users.password_checks import password_checks
-from app.users.service import log_in
+from app.users.service import log_in, log_out
 from app.web import i18n
 from app.web.deps import CheckedForm, MaybeUser, WebSession, rotate_csrf
 from app.web.page_route import WebRoute
@@ -43,7 +43,15 @@ async def login(request: Request, form: CheckedForm, session: WebSession) -> Res
     address = request.client.host if request.client else "-"
     await run_in_threadpool(request.app.state.limiter.login, email=email, address=address)
     # The API's queue too: checked a few at a time on the event loop (app.users.password_checks), not in a thread.
-    user = await password_checks(request).run(request, log_in, session, request.session, email=email, password=password)
+    user = await password_checks(request).run(
+        request,
+        log_in,
+        session,
+        request.session,
+        email=email,
+        password=password,
+        lifetime_s=request.app.state.settings.session_max_age_s,
+    )
     if user is None:
         error = i18n.for_request(request).gettext("Wrong email or password.")
         return render(request, "login.html", 400, next=target, email=email, error=error)
@@ -60,7 +68,7 @@ def logout_page(request: Request, user: MaybeUser) -> Response:
 
 
 @router.post("/logout")
-def logout(request: Request, form: CheckedForm) -> Response:
-    """End the session."""
-    request.session.clear()
+def logout(request: Request, form: CheckedForm, session: WebSession) -> Response:
+    """End the session, on the server too: a copy of the cookie no longer logs anyone in."""
+    log_out(session, request.session)
     return RedirectResponse("/login", status_code=303)

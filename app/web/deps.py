@@ -11,8 +11,8 @@ from starlette.datastructures import FormData
 from app.courses.access import access_for
 from app.deps import SessionDep, SettingsDep
 from app.errors import DomainError, Forbidden, Invalid
+from app.users import login_sessions
 from app.users.models import User
-from app.users.service import cookie_user
 from app.web.i18n import N_
 from graders.input_limits import NUL, NUL_MESSAGE
 
@@ -39,10 +39,13 @@ WebSettings = SettingsDep
 
 
 def optional_user(request: Request, session: WebSession) -> User | None:
-    user = cookie_user(session, request.session)
-    if user is not None:
-        request.state.user = user  # for the navigation bar of error pages
-        request.state.staff = user.is_admin or access_for(session, user).any_staff
+    found = login_sessions.find(session, request.session)  # one query, the user with it
+    if found is None:
+        return None
+    login_sessions.touch_apart(request.app.state.session_factory, found)
+    user = found.user
+    request.state.user = user  # for the navigation bar of error pages
+    request.state.staff = user.is_admin or access_for(session, user).any_staff
     return user
 
 

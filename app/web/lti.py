@@ -29,6 +29,7 @@ from app.lti import provision as lti_provision
 from app.lti.adapters import DatabaseToolConf
 from app.lti.keys import KeyStore, key_store
 from app.lti.models import LtiContext
+from app.security_headers import FRAME_KEY, allow_form_target, allow_framing, origins
 from app.users.models import User
 from app.users.service import start_session
 from app.web.deps import (
@@ -47,7 +48,29 @@ from app.web.rendering import render
 log = logging.getLogger(__name__)
 DEEP_LINK_KEY = "lti_deep_link"
 LINK_KEY = "lti_link_launch"
-router = APIRouter(route_class=WebRoute, tags=["lti"])
+
+
+def _platform_frames(request: Request, session: WebSession) -> None:
+    """The /lti/ pages (the launch, its error page, the link and deep-link choices) open in the LMS's iframe: the
+    registered platforms may frame them (app.security_headers)."""
+    if request.url.path.startswith("/lti/") and request.url.path != "/lti/jwks":
+        allow_framing(request, registration.platform_urls(session))
+
+
+router = APIRouter(route_class=WebRoute, tags=["lti"], dependencies=[Depends(_platform_frames)])
+_PRESENTATION = "https://purl.imsglobal.org/spec/lti/claim/launch_presentation"
+
+
+def _start(request: Request, session: Session, user: User, claims: tool.Launch, settings: Settings) -> None:
+    """A fresh session for the launched user (nothing from before the launch carries over: session fixation), whose
+    pages the launching platform may frame: its registered URLs' origins, and the LMS page it says it returns to
+    (a signed claim; Canvas's issuer is not the school's own domain that frames the tool)."""
+    start_session(session, request.session, user, lifetime_s=settings.session_max_age_s)
+    rotate_csrf(request)
+    presentation = claims.body.get(_PRESENTATION)
+    returns = [presentation.get("return_url")] if isinstance(presentation, dict) else []
+    returns.append((claims.deep_linking or {}).get("deep_link_return_url"))
+    request.session[FRAME_KEY] = origins([claims.issuer, *registration.platform_urls(session, claims.issuer), *returns])
 
 
 async def lti_params(request: Request) -> dict[str, str]:
@@ -109,16 +132,14 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
     choices = lti_provision.link_choices(session, claims)
     if choices:
         # An LMS course not linked yet, launched by an instructor who teaches offerings here: they choose first
-        # (link it to one of theirs, or a new offering). Nothing is written until they do.
+        # (link it to one of theirs, or a new offering). Nothing of the course is written until they do.
         user = lti_provision.existing_lti_user(session, claims)
-        start_session(request.session, user)  # nothing from before the launch carries over (session fixation)
-        rotate_csrf(request)
+        _start(request, session, user, claims, settings)
         request.session[LINK_KEY] = claims.launch_id
         return RedirectResponse("/lti/link", status_code=303)
     done = lti_provision.provision(session, claims)
     session.commit()  # now: the roster sync below runs after the response, in a session of its own
-    start_session(request.session, done.user)  # nothing from before the launch carries over (session fixation)
-    rotate_csrf(request)
+    _start(request, session, done.user, claims, settings)
     return _land(request, done, claims, keys)
 
 
@@ -301,4 +322,5 @@ def deep_link_answer(
         score_maximum=score_maximum, launch_url=settings.public_url.rstrip("/") + "/lti/launch",
     )  # fmt: skip
     request.session.pop(DEEP_LINK_KEY, None)  # one answer per deep-linking launch
+    allow_form_target(request, answer.return_url)  # the page's form posts the answer to the LMS
     return render(request, "lti/deep_link_post.html", return_url=answer.return_url, jwt=answer.jwt)

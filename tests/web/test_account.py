@@ -1,4 +1,4 @@
-"""The account pages: change password (other sessions end) and API tokens, with the attacks on each."""
+"""The account pages: change password (other sessions and the tokens end) and API tokens, with the attacks on each."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_change_password_ends_the_other_sessions(as_alice, accounts, sessions): 
     assert client.get("/history").status_code == 200  # this session goes on
     assert other.get("/history", follow_redirects=False).status_code == 303  # the other one is logged out
     assert other.get("/api/v1/auth/me").status_code == 401
-    assert other.get("/api/v1/auth/me", headers=alice.headers).status_code == 200  # tokens are not sessions
+    assert other.get("/api/v1/auth/me", headers=alice.headers).status_code == 401  # its tokens are revoked too
 
     fresh = TestClient(client.app)
     page = fresh.get("/login").text
