@@ -105,6 +105,18 @@ class ChildCgroupV1:
             return int((self.memory / "memory.failcnt").read_text()) > 0
         return False
 
+    def cpu_usage_usec(self) -> int | None:
+        """CPU time of the slot's cpuacct group, which this child joined (None without one).
+
+        Shared with the slot's other children, but those are idle while a timed call runs: the reference child is
+        blocked on its pipe and every spare waits for its first request, so the difference around one call is that
+        call's work, forks included.
+        """
+        for group in self.joined:
+            with contextlib.suppress(OSError, ValueError):
+                return int((group / "cpuacct.usage").read_text()) // 1000
+        return None
+
     def remove(self) -> None:
         for group in (self.memory, self.pids):
             if group is not None:
