@@ -114,14 +114,18 @@ class Timing:
 class TimedCall:
     """One timed round trip of the student's function in a ``TimingSession``.
 
-    ``seconds`` is the wall time measured on the trusted side; ``result()`` decodes the value the function returned
-    (raises like ``StudentProxy.call`` would for a value that may not cross). Decoding is left until asked for, so a
-    check can run a whole series before it looks at any result: every call then looks the same from inside the
-    jail, whichever results are compared and whatever comparing them costs.
+    ``seconds`` is the call's work as the trusted side measured it: the CPU time the student's processes used during
+    the round trip on a CPU worker (what load beside it or a sleep in it does not move), the wall time on a GPU
+    worker (the child waits for its kernels); ``wall_seconds`` is the round trip's wall time, for reports only.
+    ``result()`` decodes the value the function returned (raises like ``StudentProxy.call`` would for a value that
+    may not cross). Decoding is left until asked for, so a check can run a whole series before it looks at any
+    result: every call then looks the same from inside the jail, whichever results are compared and whatever
+    comparing them costs.
     """
 
     seconds: float
     result: Callable[[], Any]
+    wall_seconds: float | None = None
 
 
 class TimingSession(Protocol):
@@ -138,7 +142,7 @@ class TimingSession(Protocol):
         ...
 
     def reference(self, args: list[Any], kwargs: dict[str, Any] | None = None) -> float:
-        """One timed call of the session's reference function, in seconds (its result is not returned)."""
+        """One timed call of the session's reference function, its work in seconds as ``TimedCall.seconds``."""
         ...
 
 

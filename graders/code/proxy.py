@@ -401,14 +401,29 @@ class SandboxProxy:
 class _SandboxTimingSession:
     """The TimingSession of SandboxProxy.timing_session: timed round trips to the student's child or the reference's.
 
-    Each timed call is one ``call`` request whose arguments were encoded before the clock starts; the wall clock
-    runs around the round trip only. The student's reply is kept as received and decoded only when the check asks
-    for it, so nothing after a call depends on what it returned.
+    Each timed call is one ``call`` request whose arguments were encoded before the clock starts. What is timed is
+    the work (``_measured``): on a CPU worker the CPU time the called child's processes used during the round trip,
+    read here from its cgroup or its process CPU clock (never from the child, which could forge it), so that load
+    beside the run, which only delays it, and a sleep in it, which uses no CPU, neither earn nor lose a timing point;
+    on a GPU worker the wall time, as the child waits for its kernels before it replies. The student's reply is kept
+    as received and decoded only when the check asks for it, so nothing after a call depends on what it returned.
     """
 
     def __init__(self, proxy: SandboxProxy, ref: StudentProcess, name: str) -> None:
         self._proxy, self._ref, self._name = proxy, ref, name
         self._student_stopped = True  # the reference child was spawned while the student was stopped
+
+    def _measured(self, process: StudentProcess, msg: dict[str, Any], buffers: list[Any]) -> tuple[Frame, float, float]:
+        """One round trip to ``process``: its reply, the work it took (see the class) and its wall time."""
+        by_cpu = self._proxy.device != "cuda"
+        cpu_before = process.cpu_seconds() if by_cpu else None
+        start = time.perf_counter()
+        frame = self._proxy._request(msg, buffers, process)
+        wall = time.perf_counter() - start
+        cpu_after = process.cpu_seconds() if cpu_before is not None else None
+        if cpu_before is None or cpu_after is None:
+            return frame, wall, wall  # no CPU clock to read (a GPU worker): the wall time, as before
+        return frame, max(cpu_after - cpu_before, 0.0), wall
 
     def student(self, name: str, args: list[Any], kwargs: dict[str, Any] | None = None) -> TimedCall:
         proxy = self._proxy
@@ -418,10 +433,8 @@ class _SandboxTimingSession:
         if self._student_stopped:
             proxy._process.resume()
             self._student_stopped = False
-        start = time.perf_counter()
-        frame = proxy._request(msg, buffers)
-        elapsed = time.perf_counter() - start
-        return TimedCall(elapsed, lambda: proxy._decode(frame))
+        frame, work, wall = self._measured(proxy._process, msg, buffers)
+        return TimedCall(work, lambda: proxy._decode(frame), wall)
 
     def reference(self, args: list[Any], kwargs: dict[str, Any] | None = None) -> float:
         proxy = self._proxy
@@ -430,14 +443,13 @@ class _SandboxTimingSession:
         if not self._student_stopped:
             proxy._process.pause()  # a submission that cannot be stopped is killed (RunEnded, the student's)
             self._student_stopped = True
-        start = time.perf_counter()
         try:
-            proxy._request(msg, buffers, self._ref)
+            _, work, _ = self._measured(self._ref, msg, buffers)
         except RunEnded as exc:  # the reference's own process ended: the instructor's code, not the student's
             raise CheckUsageError(f"the reference code's process ended: {exc.message}") from None
         except StudentError as exc:
             raise CheckUsageError(f"the reference code raised {exc}") from None
-        return time.perf_counter() - start
+        return work
 
 
 def _top_level_names(source: str) -> set[str]:

@@ -118,4 +118,5 @@ def validate_code(
         return
     report.gates[problem.id] = gate.to_dict()
     report.gate_texts[problem.id] = gate.render_text()
+    report.notes += [f"{problem.id}: warning: {warning}" for warning in gate.warnings]
     report.errors += [SetError(SET_FILE, f"{where}.mutant_gate", reason) for reason in gate.problems]

@@ -1,9 +1,11 @@
-"""cgroup v1: a memory and a pids group per child, under the trusted process's own groups; a cpu group per slot.
+"""cgroup v1: a memory, a pids and a cpuacct group per child, under the trusted process's own groups (the cpuacct
+one inside its slot's); a cpu group per slot.
 
 The PARENT writes the child's pid (0.3 ms; a child moving itself costs ~9 ms). The per-child groups also give the
 cleanup a complete list of the run's processes, double-forked daemons included. Each controller is a hierarchy of
-its own in v1, so a child is written into up to four groups: its memory and pids groups, and its slot's cpu and
-cpuacct groups (where cpu and cpuacct are mounted together, the same group). The slot's groups are not read for the
+its own in v1, so a child is written into up to four groups: its memory and pids groups, its slot's cpu group and
+its own cpuacct group inside the slot's (where cpu and cpuacct are mounted together, that one group inside the
+slot's), which times its calls' work (``cpu_usage_usec``). The slot's groups are not read for the
 run's members: the slot's other child (a hidden check's, a reference run's) may be in them too.
 """
 
@@ -49,15 +51,22 @@ def _members(group: Path) -> set[int]:
 
 
 class ChildCgroupV1:
-    """One child's groups: ``memory`` and ``pids`` are its own; ``joined`` (the slot's cpu groups) are shared."""
+    """One child's groups: ``memory`` and ``pids`` are its own; ``joined`` (the slot's cpu groups) are shared.
+
+    ``cpuacct``, where there is one, is the child's own accounting group, inside its slot's (cpuacct counts
+    hierarchically, so the slot's figure still holds it): what a timed call used, however many processes it started,
+    without a spare child's lockdown or another child of the slot in the figure.
+    """
 
     version = "v1"
 
-    def __init__(self, memory: Path, pids: Path | None, joined: tuple[Path, ...] = ()) -> None:
-        self.memory, self.pids, self.joined = memory, pids, joined
+    def __init__(
+        self, memory: Path, pids: Path | None, joined: tuple[Path, ...] = (), cpuacct: Path | None = None
+    ) -> None:
+        self.memory, self.pids, self.joined, self.cpuacct = memory, pids, joined, cpuacct
 
     def add(self, pid: int) -> None:
-        for group in (self.memory, self.pids, *self.joined):
+        for group in (self.memory, self.pids, *self.joined, self.cpuacct):
             if group is not None:
                 (group / "cgroup.procs").write_text(str(pid))
 
@@ -105,8 +114,16 @@ class ChildCgroupV1:
             return int((self.memory / "memory.failcnt").read_text()) > 0
         return False
 
+    def cpu_usage_usec(self) -> int | None:
+        """CPU time of every process of this child so far, forks included (its cpuacct group; None without one)."""
+        if self.cpuacct is None:
+            return None
+        with contextlib.suppress(OSError, ValueError):
+            return int((self.cpuacct / "cpuacct.usage").read_text()) // 1000
+        return None
+
     def remove(self) -> None:
-        for group in (self.memory, self.pids):
+        for group in (self.memory, self.pids, self.cpuacct):
             if group is not None:
                 remove_dir(group)
 
@@ -120,8 +137,13 @@ class SlotCgroupV1:
         self.hierarchy, self.cpu, self.cpuacct = hierarchy, cpu, cpuacct
 
     def create(self, memory_bytes: int, pids_max: int) -> ChildCgroupV1:
-        joined = tuple(dict.fromkeys(g for g in (self.cpu, self.cpuacct) if g is not None))
-        return self.hierarchy.create_child(memory_bytes, pids_max, joined)
+        # The child's own accounting group inside the slot's; mounted together with cpu, that group is also a cpu
+        # group inside the slot's, whose share and quota still bound it.
+        joined = () if self.cpu is None or self.cpu == self.cpuacct else (self.cpu,)
+        return self.hierarchy.create_child(memory_bytes, pids_max, joined, self.cpuacct)
+
+    def _child_groups(self) -> list[Path]:
+        return sorted(self.cpuacct.glob("autograder-*-*")) if self.cpuacct is not None else []
 
     def cpu_settings(self) -> dict[str, str]:
         """What the kernel holds for this slot's CPU share, read back from its files."""
@@ -137,6 +159,9 @@ class SlotCgroupV1:
         return int((self.cpuacct / "cpuacct.usage").read_text()) // 1000
 
     def remove(self) -> None:
+        for child in self._child_groups():  # normally gone: each child's finish removes its own
+            ChildCgroupV1(child, None).kill_all(timeout_s=1.0)
+            remove_dir(child)
         for group in dict.fromkeys(g for g in (self.cpu, self.cpuacct) if g is not None):
             ChildCgroupV1(group, None).kill_all(timeout_s=1.0)  # normally empty: the children are reaped first
             remove_dir(group)
@@ -183,9 +208,9 @@ class CgroupV1:
             for group in parent.glob("autograder-*-*"):
                 if not owner_is_dead(group.name):
                     continue
-                stale = ChildCgroupV1(group, None)
-                stale.kill_all(timeout_s=1.0)
-                stale.remove()
+                for stale in [*sorted(group.glob("autograder-*-*")), group]:  # a slot's children's groups first
+                    ChildCgroupV1(stale, None).kill_all(timeout_s=1.0)
+                    ChildCgroupV1(stale, None).remove()
                 removed += not group.exists()
         return removed
 
@@ -220,12 +245,17 @@ class CgroupV1:
         """A child's groups outside any slot (no CPU share)."""
         return self.create_child(memory_bytes, pids_max, ())
 
-    def create_child(self, memory_bytes: int, pids_max: int, joined: tuple[Path, ...]) -> ChildCgroupV1:
+    def create_child(
+        self, memory_bytes: int, pids_max: int, joined: tuple[Path, ...], cpuacct_parent: Path | None = None
+    ) -> ChildCgroupV1:
         name = f"autograder-{os.getpid()}-{next(_counter)}"
         memory = self.memory_parent / name
         memory.mkdir()
-        pids = None
+        pids = cpuacct = None
         try:
+            if cpuacct_parent is not None:
+                cpuacct = cpuacct_parent / name
+                cpuacct.mkdir()
             (memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
             with contextlib.suppress(OSError):  # absent without swap accounting
                 (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
@@ -234,6 +264,6 @@ class CgroupV1:
                 pids.mkdir()
                 (pids / "pids.max").write_text(str(pids_max))
         except BaseException:
-            ChildCgroupV1(memory, pids).remove()
+            ChildCgroupV1(memory, pids, (), cpuacct).remove()
             raise
-        return ChildCgroupV1(memory, pids, joined)
+        return ChildCgroupV1(memory, pids, joined, cpuacct)

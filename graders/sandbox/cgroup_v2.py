@@ -121,6 +121,15 @@ def _remove_tree(group: Path) -> None:
         remove_dir(path)
 
 
+def _usage_usec(group: Path) -> int | None:
+    """``usage_usec`` of a group's ``cpu.stat`` (present in every v2 group, the cpu controller enabled or not)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in (group / "cpu.stat").read_text().splitlines():
+            if line.startswith("usage_usec "):
+                return int(line.split()[1])
+    return None
+
+
 class ChildCgroupV2:
     """One child's leaf group: every process the child starts lands here (forks inherit the group)."""
 
@@ -158,6 +167,10 @@ class ChildCgroupV2:
                 if name in ("oom", "oom_kill", "oom_group_kill") and int(count) > 0:
                     return True
         return False
+
+    def cpu_usage_usec(self) -> int | None:
+        """CPU time of every process that ran in this group, forks included (a timed call's work, read here)."""
+        return _usage_usec(self.path)
 
     def remove(self) -> None:
         remove_dir(self.path)
@@ -199,11 +212,7 @@ class SlotCgroupV2:
 
     def cpu_usage_usec(self) -> int | None:
         """CPU time of every process that ran in this slot (``cpu.stat`` exists in every v2 group)."""
-        with contextlib.suppress(OSError, ValueError):
-            for line in (self.path / "cpu.stat").read_text().splitlines():
-                if line.startswith("usage_usec "):
-                    return int(line.split()[1])
-        return None
+        return _usage_usec(self.path)
 
     def remove(self) -> None:
         _kill_tree(self.path, 1.0)  # normally empty already: every child is reaped before its slot closes

@@ -214,6 +214,20 @@ class StudentProcess:
             found.add(self.h.host_pid)
         return sorted(found)
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the run has used so far, read on the trusted side (the child's own report could be forged).
+
+        Its cgroup's accounting where it has one (every process of the run, forks included); otherwise the child's
+        process CPU clock (every thread of it, exited ones included: without a cgroup the child cannot fork). None
+        where neither can be read (the process is gone). A timed call's work is the difference around it: what load
+        beside the run, or a sleep in it, does not change.
+        """
+        if self.h.cgroup is not None:
+            usec = self.h.cgroup.cpu_usage_usec()
+            if usec is not None:
+                return usec / 1e6
+        return procfs.process_cpu_seconds(self.h.host_pid)
+
     def pause(self) -> None:
         """SIGSTOP every process of the run until all are stopped (a process still running could SIGCONT the others).
 

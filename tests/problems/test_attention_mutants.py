@@ -62,6 +62,7 @@ INTENDED = {
         "batched_memoised.py": "timing",
         "two_zero_functions.py": "softmax_axis",
         "loop_is_batched_with_sleep.py": "method",
+        "loop_sleeps_at_timing_sizes.py": "timing",
         "loop_calls_softmax.py": "method",
         "loop_full_scores_first.py": "method",
         "loop_weighted_sum_after.py": "method",

@@ -244,3 +244,57 @@ def test_timing_session_reference_errors_are_the_checks_not_the_students(grader)
     assert feedback[0] == feedback[1] == "the check could not run (an error in the check, not in your code)"
     assert result.checks[2].passed, result.to_dict()
     support.assert_healthy(grader)
+
+
+# A student whose calls do a known amount of work (CPU time, on the calling thread or on a thread of its own), then
+# sleep, and try to tell the grader that they took no time at all.
+WORK_SOURCE = """
+import threading, time
+
+time.process_time = time.thread_time = time.perf_counter = lambda: 0.0  # what the child could forge: unused
+_clock = time.clock_gettime
+BURN_S, SLEEP_S = 0.03, 0.15
+
+
+def _burn():
+    end = _clock(time.CLOCK_THREAD_CPUTIME_ID) + BURN_S
+    while _clock(time.CLOCK_THREAD_CPUTIME_ID) < end:
+        pass
+
+
+def work_then_sleep(a):
+    _burn()
+    time.sleep(SLEEP_S)
+    return a
+
+
+def work_in_a_thread(a):
+    worker = threading.Thread(target=_burn)
+    worker.start()
+    worker.join()
+    return a
+"""
+
+
+def test_a_timed_call_counts_its_work_not_its_sleep_nor_the_childs_own_clocks(grader):
+    """The work measured by the trusted side: 30 ms of CPU are counted, a 150 ms sleep is not (wall time was)."""
+    seen: dict[str, list[tuple[float, float | None]]] = {"sleep": [], "thread": []}
+
+    def session(student):
+        x = torch.ones(3)
+        with student.timing_session(SESSION_REFERENCE_SOURCE, "reference_add") as timed:
+            for _ in range(2):
+                call = timed.student("work_then_sleep", [x])
+                seen["sleep"].append((call.seconds, call.wall_seconds))
+                call = timed.student("work_in_a_thread", [x])
+                seen["thread"].append((call.seconds, call.wall_seconds))
+
+    problem = support.problem(entrypoints=("work_then_sleep", "work_in_a_thread"))
+    result = grader.grade(source=WORK_SOURCE, problem=problem, checks=[_spec(session)])
+    assert result.verdict == Verdict.ACCEPTED, result.to_dict()
+    for work, wall in seen["sleep"]:
+        assert wall is not None and wall >= 0.15  # the sleep happened
+        assert 0.03 <= work < 0.15  # the burn counted, whatever the load; the sleep did not
+    for work, _ in seen["thread"]:
+        assert work >= 0.03  # a thread's work is the call's too
+    support.assert_healthy(grader)

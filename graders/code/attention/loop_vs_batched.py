@@ -166,7 +166,7 @@ def speedup_check(
     sizes: tuple[int, ...] = (32, 128, 256),
     min_speedup: float = 3.0,
     max_ratio: float = 4.0,
-    table_runs: int = 3,
+    table_runs: int = 2,
     plan: Plan = PLAN,
 ) -> CheckFunc:
     """Build the timing check: a table over ``sizes``; at the largest T the batched version must be fast.
@@ -198,7 +198,7 @@ def speedup_check(
             rows.append(runs.row())
         table = format_speed_table(rows, loop_entry, batched_entry)
         where = (
-            f"timed on {student.device}; each run times both versions and the reference (in a separate clean "
+            f"{calls.how_timed(student.device)}; each run times both versions and the reference (in a separate clean "
             f"process) back to back on fresh inputs, judged on medians over {outcome.runs} runs at T={sizes[-1]}; "
             f"all {calls.verified} results were checked"
         )

@@ -1,9 +1,10 @@
 """Mutant (review attack a4): slow at the timing sizes, and slows down any reference timed beside it.
 
-It sleeps 50 ms per call once T >= 32 (so the rest of the grading stays fast), makes torch.softmax and matmul
-sleep for every caller but itself, and wraps anything exported into its module (the old in-jail reference) in
-the same sleep. Against a reference timed in the jail the ratio stayed ~1; the reference is now timed in a clean
-process that never loaded this code, so the 50 ms shows.
+It burns 50 ms of CPU per call once T >= 32 (so the rest of the grading stays fast), makes torch.softmax and
+matmul sleep for every caller but itself, and wraps anything exported into its module (the old in-jail reference)
+in the same sleep. Against a reference timed in the jail the ratio stayed ~1; the reference is now timed in a
+clean process that never loaded this code, so the 50 ms shows. It is work, not a sleep: a timing check counts the
+CPU time of the call, and a sleep would neither earn nor lose a point.
 """
 
 # caught-by: timing
@@ -26,6 +27,12 @@ def _slow(fn):
     return wrapper
 
 
+def _burn(seconds):
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
 def scaled_attention(q, k, v, key_valid=None, causal=False):
     _mine[0] = True
     try:
@@ -36,7 +43,7 @@ def scaled_attention(q, k, v, key_valid=None, causal=False):
         if q.shape[-1] != k.shape[-1]:
             raise ValueError("q and k must have the same feature size")
         if q.shape[-2] >= 32:
-            time.sleep(0.05)
+            _burn(0.05)
         scores = _matmul(q, k.transpose(-1, -2)) / q.shape[-1] ** 0.5
         allowed = torch.ones_like(scores, dtype=torch.bool)
         if key_valid is not None:

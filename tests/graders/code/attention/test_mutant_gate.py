@@ -153,20 +153,71 @@ def test_a_solution_that_loses_timing_points_twice_is_refused(tmp_path):
     assert report.rows[0].notes == [] and not report.ok
 
 
-def test_a_timing_mutant_is_caught_only_if_it_lost_timing_points_in_both_gradings(tmp_path):
+def test_a_timing_mutant_that_lost_timing_points_is_caught_in_one_grading(tmp_path):
     good = _scripted([True])
-    steady = _scripted([False, False], "# caught-by: timing\n")
+    slow = _scripted([False], "# caught-by: timing\n")
+    report = run_mutant_gate(_problem(), _timing_set(tmp_path, {"good.py": good}, {"m.py": slow}), DirectGrader())
+    assert report.ok and report.warnings == [], report.problems
+    assert report.rows[1].timing_lost == (True,)  # not graded again
+
+
+def test_a_timing_mutant_that_kept_its_timing_points_is_re_measured(tmp_path):
+    good = _scripted([True])
+    late = _scripted([True, False], "# caught-by: timing\n")
+    report = run_mutant_gate(_problem(), _timing_set(tmp_path, {"good.py": good}, {"m.py": late}), DirectGrader())
+    assert report.ok and report.warnings == [], report.problems
+    assert report.rows[1].timing_lost == (False, True)
+    assert report.rows[1].notes == [
+        "kept its timing points in a first grading (3/3), lost them when re-measured (2.5/3)"
+    ]
+
+
+NOT_REPRODUCED = (
+    "mutants/p1/m.py: timing loss not reproduced under this load: the mutant declares caught-by timing but kept its "
+    "timing points in 2 of 2 gradings (lost points in {lost}); the set is not refused for it. Re-run `autograder "
+    "problems validate` on a quiet machine to check the timing check's margin."
+)
+
+
+def test_a_timing_loss_not_reproduced_under_load_warns_and_does_not_refuse_the_set(tmp_path):
+    # The timing mutant is not actually slower (as under load, where its loss could not be measured): before, the
+    # gate refused the whole set for it ("mutant not caught"), though its solutions score full marks.
+    good = _scripted([True])
+    not_slower = _scripted([True, True], "# caught-by: timing\n")
     report = run_mutant_gate(
-        _problem(), _timing_set(tmp_path / "a", {"good.py": good}, {"m.py": steady}), DirectGrader()
+        _problem(), _timing_set(tmp_path / "a", {"good.py": good}, {"m.py": not_slower}), DirectGrader()
     )
     assert report.ok, report.problems
-    assert report.rows[1].timing_lost == (True, True)
-    unstable = _scripted([False, True], "# caught-by: timing\n")
+    assert report.rows[1].timing_lost == (False, False)
+    assert report.warnings == [NOT_REPRODUCED.format(lost="no check")]
+    assert f"warning: {NOT_REPRODUCED.format(lost='no check')}" in report.render_text()
+    assert report.to_dict()["warnings"] == report.warnings
+    # As the issue saw it: the timing mutant lost points in another check but not in timing ("declares caught-by
+    # timing but lost points only in method" refused the attention set).
+    elsewhere = "# caught-by: timing\ndef f(x):\n    return x\ndef fast_now():\n    return True\n"
     report = run_mutant_gate(
-        _problem(), _timing_set(tmp_path / "b", {"good.py": good}, {"m.py": unstable}), DirectGrader()
+        _problem(), _timing_set(tmp_path / "b", {"good.py": good}, {"m.py": elsewhere}), DirectGrader()
     )
-    assert report.problems == [
-        "mutants/p1/m.py: timing verdict unstable: the mutant lost timing points in 1 of 2 gradings, so the timing "
-        "check has no margin on it"
-    ]
-    assert report.rows[1].notes == ["timing verdict unstable: lost timing points in 1 of 2 gradings (2.5 then 3/3)"]
+    assert report.ok, report.problems
+    assert report.warnings == [NOT_REPRODUCED.format(lost="answer")]
+
+
+def test_a_mutant_not_reproduced_in_timing_must_still_be_caught_by_its_other_categories(tmp_path):
+    good = _scripted([True])
+    uncaught = _scripted([True, True], "# caught-by: timing, answer\n")
+    report = run_mutant_gate(
+        _problem(), _timing_set(tmp_path / "a", {"good.py": good}, {"m.py": uncaught}), DirectGrader()
+    )
+    assert report.problems == ["mutants/p1/m.py: mutant not caught: it scored full marks (3/3)"]
+    wrong = "# caught-by: timing, answer\ndef f(x):\n    return x\ndef fast_now():\n    return True\n"
+    report = run_mutant_gate(
+        _problem(), _timing_set(tmp_path / "b", {"good.py": good}, {"m.py": wrong}), DirectGrader()
+    )
+    assert report.ok and len(report.warnings) == 1, report.problems
+
+
+def test_a_solution_is_still_refused_when_a_timing_mutant_is_not_reproduced(tmp_path):
+    slow = _scripted([False, False])
+    not_slower = _scripted([True, True], "# caught-by: timing\n")
+    report = run_mutant_gate(_problem(), _timing_set(tmp_path, {"slow.py": slow}, {"m.py": not_slower}), DirectGrader())
+    assert report.problems == ["solutions/p1/slow.py: reference solution scored 2.5/3 (failed: fast)"]

@@ -152,8 +152,15 @@ class ScriptedTimes:
 
     device = "cpu"
 
-    def __init__(self, seconds: dict[str, Callable[[int], float]], *, wrong_at: set[int] = frozenset()) -> None:
+    def __init__(
+        self,
+        seconds: dict[str, Callable[[int], float]],
+        *,
+        wrong_at: set[int] = frozenset(),
+        walls: dict[str, float] | None = None,
+    ) -> None:
         self.seconds, self.wrong_at = seconds, set(wrong_at)
+        self.walls = walls or {}  # a call's wall time, where it is not its work (a sleep, or load)
         self.counts: dict[str, int] = {}
         self.events: list[tuple[Any, ...]] = []
         self.inputs: list[torch.Tensor] = []
@@ -190,7 +197,8 @@ class ScriptedSession:
                 return out.float() + 1, weights.float()
             return out.float(), weights.float()
 
-        return TimedCall(proxy._next(name), result)
+        work = proxy._next(name)
+        return TimedCall(work, result, proxy.walls.get(name, work))
 
     def reference(self, args: list[Any], kwargs: dict[str, Any] | None = None) -> float:
         self.proxy.events.append(("reference", self.proxy.counts.get(self.name, 0)))
@@ -253,6 +261,25 @@ def test_results_are_compared_only_after_the_last_call_of_their_batch():
     assert sum(len(ids) for kind, ids in groups if kind == "result") == proxy.student_calls
 
 
+def test_a_sleep_in_the_loop_version_earns_no_speed_up_points():
+    # Issue 23, q6: the loop version is the batched one plus a sleep, 10 ms of wall time per call for 0.4 ms of work.
+    work = {"attention_loop": const(0.0004), "attention_batched": const(0.0004), REFERENCE_BATCHED_NAME: const(0.0003)}
+    proxy = ScriptedTimes(work, walls={"attention_loop": 0.01})
+    with pytest.raises(CheckFailed) as failed:
+        speedup_check(sizes=(16, 64))(proxy)
+    assert "only 1.0× faster than the loop" in str(failed.value)
+    assert "took far longer than their CPU time (a sleep, or load on the machine)" in str(failed.value)
+
+
+def test_waiting_beside_load_loses_no_timing_point():
+    # Every call of the student waits 100× its work (descheduled beside a busy process): only the work counts.
+    proxy = ScriptedTimes(
+        {"scaled_attention": const(0.002), REFERENCE_NAME: const(0.001)}, walls={"scaled_attention": 0.2}
+    )
+    feedback = timing_check(sizes=(16, 32))(proxy)
+    assert "Within 3×" in feedback and "12 of your calls took far longer than their CPU time" in feedback
+
+
 def test_a_fast_but_wrong_function_gets_no_timing_points():
     proxy = ScriptedTimes({"scaled_attention": const(0.0001), REFERENCE_NAME: const(0.001)}, wrong_at={3})
     with pytest.raises(CheckFailed) as failed:
@@ -292,7 +319,7 @@ def test_loop_and_batched_never_see_the_same_inputs_and_both_are_verified():
     feedback = speedup_check(sizes=(16, 64))(proxy)
     assert all(not torch.equal(a, b) for i, a in enumerate(proxy.inputs) for b in proxy.inputs[i + 1 :])
     checked = {(e[1], e[2]) for e in proxy.events if e[0] == "result"}
-    assert len(checked) == proxy.student_calls == 2 * (1 + 3) + 2 * (1 + 5)
+    assert len(checked) == proxy.student_calls == 2 * (1 + 2) + 2 * (1 + 5)  # table_runs=2, then 5 to decide
     assert f"all {proxy.student_calls} results were checked" in feedback
 
 
