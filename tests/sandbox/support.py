@@ -106,7 +106,7 @@ def attack_source(body: str, prelude: str = "") -> str:
 
 
 def grade(grader, source: str, **limits: float):
-    return grader.grade(source=source, problem=problem(**limits), checks=checks())
+    return grader.grade(source=source, problem=problem(**limits), checks=checks(grader))
 
 
 def assert_healthy(grader) -> None:

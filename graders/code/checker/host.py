@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections import deque
@@ -105,7 +107,15 @@ class CheckerProcess:
         widen_pipe(req_r)
         widen_pipe(rep_r)
         uid = self._lease.uid if self._lease is not None else None
-        argv = jail.checker_argv(config, req_r, rep_w, uid, set_root)
+        self._copy: str | None = None
+        try:
+            seen = self._readable_copy(set_root, uid) if uid is not None else set_root
+        except BaseException:
+            for fd in (req_r, req_w, rep_r, rep_w):
+                os.close(fd)
+            self._release()
+            raise
+        argv = jail.checker_argv(config, req_r, rep_w, uid, seen)
         self._stderr: deque[bytes] = deque(maxlen=32)
         try:
             self.proc = launcher.popen(
@@ -128,6 +138,23 @@ class CheckerProcess:
         self.pipes = _Pipes(req_w, rep_r, self.caps.max_bytes + wire.MAX_HEADER_BYTES)
         self.started = False
         threading.Thread(target=self._drain, daemon=True).start()
+
+    def _readable_copy(self, set_root: Path, uid: int) -> Path:
+        """A copy of the set that the checker's uid (and no other) may read: a set's folder in the data dir is the
+        service's own (0700), and bubblewrap binds it as it is. Links are copied as links, never followed here: in
+        the jail they point into the jail's own view.
+        """
+        self._copy = tempfile.mkdtemp(prefix="autograder-checker-")
+        target = Path(self._copy) / "set"
+        try:
+            shutil.copytree(set_root, target, symlinks=True)
+            for path in [Path(self._copy), target, *target.rglob("*")]:
+                os.chown(path, 0, uid, follow_symlinks=False)
+                if not path.is_symlink():
+                    path.chmod(0o750 if path.is_dir() else 0o640)
+        except OSError as exc:
+            raise SandboxError(f"cannot prepare the set's files for its checker: {exc}") from exc
+        return target
 
     def _drain(self) -> None:
         assert self.proc.stderr is not None
@@ -201,6 +228,9 @@ class CheckerProcess:
         if self._lease is not None:
             self._lease.release()
             self._lease = None
+        if self._copy is not None:
+            shutil.rmtree(self._copy, ignore_errors=True)
+            self._copy = None
 
 
 def _outcome(done: Any) -> str | None:
@@ -212,8 +242,7 @@ def _outcome(done: Any) -> str | None:
     if kind == "failed":
         from graders.code.checks import CheckFailed
 
-        fraction = done.get("fraction")
-        fraction = float(fraction) if type(fraction) in (int, float) and fraction == fraction else 0.0
+        fraction = protocol.number(done.get("fraction")) or 0.0
         raise CheckFailed(protocol.clip(done.get("feedback", ""), protocol.FEEDBACK_CHARS), score_fraction=fraction)
     if kind == "assertion":
         raise AssertionError(protocol.clip(done.get("message", ""), protocol.FEEDBACK_CHARS))

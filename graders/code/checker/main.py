@@ -43,7 +43,7 @@ class Checker:
             if not path.is_relative_to(self.root.resolve()):
                 raise ValueError("the checks file lies outside the set")
             self.modules[relative] = {spec.name: spec for spec in load_checks(path)}
-        return self.modules[relative]  # type: ignore[no-any-return]
+        return self.modules[relative]
 
     def serve(self) -> None:
         while True:

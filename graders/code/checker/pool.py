@@ -71,10 +71,7 @@ class CheckerPool:
                 self._discard(root, DESCRIBE, checker)
                 tail = checker.stderr_tail()
                 raise ChecksUnavailable(f"the checker failed ({exc}){': ' + tail if tail else ''}") from None
-        specs = [
-            CheckSpec(func=RemoteCheck(self, root, relative, f["name"]), **f)  # type: ignore[arg-type]
-            for f in fields
-        ]
+        specs = [CheckSpec(func=RemoteCheck(self, root, relative, f["name"]), **f) for f in fields]
         with self._lock:
             self._specs[(root, relative)] = specs
         return specs

@@ -46,6 +46,13 @@ class BadDescription(Exception):
     """The checker described checks that cannot be (a wrong type, an unknown category, too many...)."""
 
 
+def number(value: Any) -> float | None:
+    """A finite int or float (not a bool, not a subclass) as a float; None for anything else."""
+    if type(value) not in (int, float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
 def parse_spec(raw: Any) -> dict[str, Any]:
     """One check's description from the checker, validated field by field (the checker runs instructor code)."""
     if type(raw) is not dict:
@@ -54,10 +61,10 @@ def parse_spec(raw: Any) -> dict[str, Any]:
     visibility, timeout, description = raw.get("visibility"), raw.get("timeout_s"), raw.get("description", "")
     if type(name) is not str or not 0 < len(name) <= NAME_CHARS:
         raise BadDescription("a check name must be a short non-empty string")
-    for label, value in (("points", points), ("timeout_s", timeout)):
-        if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
-            raise BadDescription(f"check {name!r}: {label} must be a finite non-negative number")
-    if not 0 < float(timeout) <= MAX_TIMEOUT_S:  # type: ignore[arg-type]
+    points_n, timeout_n = number(points), number(timeout)
+    if points_n is None or points_n < 0:
+        raise BadDescription(f"check {name!r}: points must be a finite non-negative number")
+    if timeout_n is None or not 0 < timeout_n <= MAX_TIMEOUT_S:
         raise BadDescription(f"check {name!r}: timeout_s must be in (0, {MAX_TIMEOUT_S:g}]")
     if category not in CATEGORIES:
         raise BadDescription(f"check {name!r}: unknown category")
@@ -65,10 +72,10 @@ def parse_spec(raw: Any) -> dict[str, Any]:
         raise BadDescription(f"check {name!r}: unknown visibility")
     return {
         "name": name,
-        "points": float(points),  # type: ignore[arg-type]
+        "points": points_n,
         "category": category,
         "visibility": Visibility(visibility),
-        "timeout_s": float(timeout),  # type: ignore[arg-type]
+        "timeout_s": timeout_n,
         "description": clip(description, TEXT_CHARS),
     }
 

@@ -177,10 +177,11 @@ def _ref_name(value: Any) -> str | None:
 
 
 def _seconds(msg: dict[str, Any]) -> float:
-    value = msg.get("seconds")
-    return float(value) if type(value) in (int, float) else float("nan")
+    value = protocol.number(msg.get("seconds"))
+    return float("nan") if value is None else value
 
 
 def _times(msg: dict[str, Any]) -> list[float]:
     times = msg.get("times")
-    return [float(t) for t in times if type(t) in (int, float)] if type(times) is list else []
+    found = [protocol.number(t) for t in times] if type(times) is list else []
+    return [t for t in found if t is not None]
