@@ -21,7 +21,7 @@ from graders.code.proxy import CheckUsageError
 from graders.sandbox.config import SandboxConfig
 
 log = logging.getLogger(__name__)
-DESCRIBE = -1  # the key of the checker that describes files outside any grading
+DESCRIBE = 0  # files are described by slot 0's checker: with one slot, a set needs one checker in all
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,6 +47,7 @@ class CheckerPool:
         self._checkers: OrderedDict[tuple[Path, int], CheckerProcess] = OrderedDict()
         self._specs: dict[tuple[Path, str], list[CheckSpec]] = {}
         self._local = threading.local()
+        self._closed = False
 
     @contextlib.contextmanager
     def for_slot(self, key: int) -> Iterator[None]:
@@ -74,7 +75,16 @@ class CheckerPool:
         specs = [CheckSpec(func=RemoteCheck(self, root, relative, f["name"]), **f) for f in fields]
         with self._lock:
             self._specs[(root, relative)] = specs
+        for key in range(1, self.config.slots):  # the other slots' checkers start now, not at their first grading
+            threading.Thread(target=self._warm, args=(root, relative, key), name="checker-warm", daemon=True).start()
         return specs
+
+    def _warm(self, root: Path, relative: str, key: int) -> None:
+        try:
+            with self._borrow(root, key) as checker:
+                checker.describe(relative)
+        except Exception as exc:  # the first grading in that slot starts it again and reports what fails
+            log.info("could not warm a checker for %s: %s", relative, type(exc).__name__)
 
     def run(self, check: RemoteCheck, proxy: Any) -> str | None:
         key = getattr(self._local, "slot", None)
@@ -91,6 +101,8 @@ class CheckerPool:
     @contextlib.contextmanager
     def _borrow(self, root: Path, key: int) -> Iterator[CheckerProcess]:
         with self._lock:
+            if self._closed:
+                raise ChecksUnavailable("the grader is closed")
             checker = self._checkers.get((root, key))
             if checker is not None and not checker.alive():
                 self._checkers.pop((root, key))
@@ -117,6 +129,7 @@ class CheckerPool:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             checkers = list(self._checkers.values())
             self._checkers.clear()
             self._specs.clear()
