@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from graders.code.runner import CodeGrader
-from graders.grade import validate_set
+from graders.grade import grade_submission, validate_set
 from graders.problemset.loader import load_problem_set
 from graders.problemset.validate import ValidationReport
 from tests.sandbox import support
@@ -160,3 +160,15 @@ def test_without_the_jail_the_attempts_succeed(
     report = _gate(unjailed, _write_set(tmp_path / "hostile", {**service_files, "OUTSIDE": str(tmp_path / "out")}))
     for attack in ("reads_secret_key", "reads_sqlite", "writes_outside", "writes_into_the_set", "imports_app"):
         assert _cell(report, attack)["passed"], attack
+
+
+def test_grading_a_submission_runs_the_checks_in_the_checker(grader: CodeGrader, gate: Any) -> None:
+    """The workers' path (graders.grade.grade_submission, as app/worker/grading.py calls it): the same attempts,
+    made while a student's submission is graded, fail the same way, and the grading still completes."""
+    _, root = gate
+    result = grade_submission(
+        load_problem_set(root), "c1", {"code": "def add(a, b):\n    return a + b\n"}, lambda: grader
+    )
+    assert result.max_score == len(ATTACKS)
+    assert result.score == 0, result.to_dict()
+    assert all(not c.passed for c in result.checks), result.to_dict()
