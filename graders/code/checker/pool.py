@@ -92,7 +92,14 @@ class CheckerPool:
         spec = next(s for s in self.describe(check.root, check.relative) if s.name == check.name)
         with self._borrow(check.root, key) as checker:
             try:
+                if not checker.started:  # a new checker: its start (the torch import) is not the check's time
+                    checker.describe(check.relative)
+                    restart = getattr(proxy, "restart_budget", None)
+                    if restart is not None:
+                        restart()
                 return checker.run(check.relative, spec, proxy, float(getattr(proxy, "_call_limit_s", 0.0)))
+            except ChecksUnavailable as exc:
+                raise CheckUsageError(f"the checks no longer import: {exc}") from None
             except CheckerGone as exc:
                 self._discard(check.root, key, checker)
                 log.warning("check %s: the checker failed (%s): %s", check.name, exc, checker.stderr_tail()[-300:])
