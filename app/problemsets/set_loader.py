@@ -31,7 +31,7 @@ from app.courses.service import default_assignment
 from app.problemsets import refused
 from app.problemsets import service as sets
 from app.problemsets.models import ProblemSetVersion
-from graders.code.runner import CodeGraderLike
+from graders.code.grader import CodeGraderLike
 from graders.grade import validate_set
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import LoadedSet, load_problem_set

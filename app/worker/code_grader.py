@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 from typing import Literal
 
 from app.config import Settings
@@ -44,6 +45,9 @@ class LazyCodeGrader:
 
     def grade(self, *, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult:
         return self().grade(source=source, problem=problem, checks=checks)
+
+    def checks(self, root: Path, relative: str) -> list[CheckSpec]:
+        return self().checks(root, relative)
 
     def close(self) -> None:
         if self._grader is not None:

@@ -7,6 +7,7 @@ The sandboxed grader itself is imported only where one is built (``app.worker.co
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 from graders.code.checks import CheckSpec
@@ -18,6 +19,10 @@ class CodeGraderLike(Protocol):
     """What grades a code submission: the sandboxed CodeGrader, or a test's in-process stand-in."""
 
     def grade(self, *, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult: ...
+
+    def checks(self, root: Path, relative: str) -> list[CheckSpec]:
+        """The checks of the set at ``root``'s file ``relative`` (imported where the set's code may run)."""
+        ...
 
 
 def grading_budget_s(problem: CodeProblem, checks: list[CheckSpec]) -> float:

@@ -7,7 +7,8 @@ import logging
 from pathlib import Path
 
 from graders.code import verdicts
-from graders.code.checks import CheckSpec, load_checks
+from graders.code.checker.pool import CheckerPool
+from graders.code.checks import CheckSpec
 from graders.code.slot_grading import grade_in_slot
 from graders.model import CodeProblem
 from graders.results import GradeResult, Verdict
@@ -30,6 +31,16 @@ class CodeGrader:
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
         self._pool = SlotPool(config)
+        # Instructor code never runs here: every check is imported and run in its set's jailed checker.
+        self._checkers = CheckerPool(config)
+
+    def checks(self, root: Path, relative: str) -> list[CheckSpec]:
+        """The checks ``root/relative`` defines, imported in the set's jailed checker (cached per file).
+
+        Raises:
+            ChecksUnavailable: the file does not import, or describes its checks wrongly (the set's failure).
+        """
+        return self._checkers.describe(root, relative)
 
     def grade(self, *, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult:
         """Grade one submission.
@@ -37,7 +48,7 @@ class CodeGrader:
         Args:
             source: the student's Python file.
             problem: gives the entrypoints and limits.
-            checks: from load_checks(problem's checks file), run in order.
+            checks: from ``checks`` (run in the set's checker), in order.
 
         Returns:
             A GradeResult holding a CheckResult for every check (score 0 for those not run).
@@ -50,7 +61,7 @@ class CodeGrader:
             return too_big
         last: SandboxError | None = None
         for attempt in range(self.config.retries + 1):
-            with self._pool.borrow() as slot:
+            with self._pool.borrow() as slot, self._checkers.for_slot(self._pool.slots.index(slot)):
                 try:
                     return grade_in_slot(slot, self.config, source=source, problem=problem, checks=checks)
                 except SandboxError as exc:
@@ -71,7 +82,8 @@ class CodeGrader:
         return GradeResult(Verdict.RUNTIME_ERROR, verdicts.all_not_run(checks, message), message)
 
     def close(self) -> None:
-        """Stop every zygote and release the slots' uids."""
+        """Stop every zygote and checker and release their uids."""
+        self._checkers.close()
         self._pool.close()
 
     def __enter__(self) -> CodeGrader:
@@ -85,4 +97,4 @@ def grade_file(source: str | Path, problem: CodeProblem, checks_path: Path, conf
     """One-off grading (CLI, tests): a source path or text, a checks file; starts and stops its own grader."""
     text = source.read_text() if isinstance(source, Path) else source
     with CodeGrader(config) as grader:
-        return grader.grade(source=text, problem=problem, checks=load_checks(checks_path))
+        return grader.grade(source=text, problem=problem, checks=grader.checks(checks_path.parent, checks_path.name))

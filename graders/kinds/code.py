@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from graders.code.checks import CheckSpec, load_checks
 from graders.kinds.base import GradeContext, Payload, PayloadInvalid, ProblemKind, ValidateContext, rubric_points
 from graders.model import CodeProblem
 from graders.problemset.validate import validate_code
 from graders.results import GradeResult
-
-
-@lru_cache(maxsize=128)
-def _checks_for(path: str) -> list[CheckSpec]:
-    # Workers grade from version folders named by their content hash, so a path's checks never change underneath
-    # the cache; the offline CLI grades one file per process.
-    return load_checks(Path(path))
 
 
 class CodeKind(ProblemKind):
@@ -36,8 +26,11 @@ class CodeKind(ProblemKind):
         return {"code": code}
 
     def grade(self, problem: CodeProblem, payload: Payload, ctx: GradeContext) -> GradeResult:
-        checks = _checks_for(str(ctx.root / problem.checks))
-        return ctx.code_grader().grade(source=str(payload["code"]), problem=problem, checks=checks)
+        # Imported in the set's jailed checker, never here; the grader caches them per file (workers grade from
+        # version folders named by their content hash, so a file's checks never change underneath the cache).
+        grader = ctx.code_grader()
+        checks = grader.checks(ctx.root, problem.checks)
+        return grader.grade(source=str(payload["code"]), problem=problem, checks=checks)
 
     def validate(self, problem: CodeProblem, ctx: ValidateContext) -> None:
         validate_code(ctx.loaded, problem, ctx.where, ctx.code_grader, ctx.report, ctx.progress, ctx.max_grading_s)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from graders.code.checks import CheckSpec, load_checks
+from graders.code.checks import CheckSpec
 from graders.code.grader import CodeGraderLike
 from graders.model import CodeProblem
 from graders.results import CATEGORIES, Verdict
@@ -276,13 +276,14 @@ def run_mutant_gate(
     Args:
         problem: the code problem (its checks file, solutions_dir() and mutants_dir()).
         set_root: the folder holding problemset.yaml.
-        grader: anything with ``.grade(source=, problem=, checks=)`` (the sandboxed CodeGrader in production).
+        grader: anything with ``.checks(root, relative)`` and ``.grade(source=, problem=, checks=)`` (the sandboxed
+            CodeGrader in production, which imports and runs the set's code in its jailed checker only).
         progress: called with one line per graded file, for long validations.
 
     Returns:
         The GateReport; ``ok`` when every solution has full marks and every mutant lost points as declared.
     """
-    checks = load_checks(set_root / problem.checks)
+    checks = grader.checks(set_root, problem.checks)  # imported in the set's jailed checker
     report = GateReport(problem.id, checks)
     total = sum(c.points for c in checks)
     folders: list[tuple[FileKind, str]] = [("solution", problem.solutions_dir()), ("mutant", problem.mutants_dir())]

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graders.answers import grade_part
-from graders.code.checks import load_checks
 from graders.code.grader import CodeGraderLike, grading_budget_s
 from graders.model import ChoiceProblem, CodeProblem, FillInProblem
 from graders.problemset.errors import SetError
@@ -77,7 +76,7 @@ def validate_code(
     progress: Callable[[str], None] | None,
     max_grading_s: float | None = None,
 ) -> None:
-    """Import the checks, count their points, check their budget and (with a grader) run the mutant gate.
+    """Import the checks (in the set's jailed checker), count their points, check their budget, run the mutant gate.
 
     ``max_grading_s`` is the longest a grading may take in the service (its workers' grading lease): a problem
     whose checks may run longer is refused, so that no grading can outlive its lease.
@@ -85,8 +84,11 @@ def validate_code(
     if not problem.gradable:
         report.notes.append(f"{problem.id}: not gradable yet (no checks); students see it but cannot submit")
         return
+    if grader is None:  # the set's code is imported only in a jailed checker, which a grader starts
+        report.notes.append(f"{problem.id}: checks not imported (no code grader), so neither counted nor gated")
+        return
     try:
-        checks = load_checks(loaded.root / problem.checks)
+        checks = grader.checks(loaded.root, problem.checks)
     except Exception as exc:  # instructor code: any failure to import is a validation error, not a crash
         report.errors.append(SetError(problem.checks, "", f"cannot import checks: {type(exc).__name__}: {exc}"))
         return
@@ -105,9 +107,6 @@ def validate_code(
                 "checks' timeouts, or raise the lease",
             )
         )
-        return
-    if grader is None:
-        report.notes.append(f"{problem.id}: mutant gate not run (no code grader)")
         return
     try:
         gate = run_mutant_gate(problem, loaded.root, grader, progress)

@@ -41,8 +41,8 @@ def python_binary() -> Path:
     return Path(os.path.realpath(sys.executable))
 
 
-def bootstrap(paths: list[str]) -> str:
-    return f"import sys; sys.path[:0] = {paths!r}; from graders.sandbox.zygote import main; main()"
+def bootstrap(paths: list[str], module: str = "graders.sandbox.zygote") -> str:
+    return f"import sys; sys.path[:0] = {paths!r}; from {module} import main; main()"
 
 
 def zygote_argv(config: SandboxConfig, ctl_fd: int, work_root: str) -> list[str]:
@@ -56,13 +56,47 @@ def zygote_argv(config: SandboxConfig, ctl_fd: int, work_root: str) -> list[str]
     return [*_bwrap_options(config, binds), *python]
 
 
-def _binds(config: SandboxConfig) -> list[tuple[Path, str]]:
+# The checker (graders.code.checker) runs one set's own code: it sees the graders package (not app/, not the
+# repository), the set's folder read-only at CHECKER_SET, a private /tmp and working dir, and nothing else. Its
+# bootstrap changes to its own uid before it imports anything of the set, so it keeps only what that needs.
+CHECKER_SET = f"{JAIL_ROOT}/set"
+CHECKER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN")
+CHECKER_MODULE = "graders.code.checker.main"
+
+
+def checker_argv(config: SandboxConfig, rfd: int, wfd: int, uid: int | None, set_root: Path) -> list[str]:
+    """The argv of one checker for the set at ``set_root`` (unsandboxed: a bare interpreter, for unsafe-local)."""
+    tail = [str(rfd), str(wfd)]
+    rest = [config.device, str(config.max_transfer_mb * 2**20)]
+    if not config.sandboxed:
+        return [
+            sys.executable,
+            "-I",
+            "-c",
+            bootstrap([str(SOURCE_ROOT)], CHECKER_MODULE),
+            *tail,
+            "-1",
+            str(set_root),
+            *rest,
+        ]
+    if uid is None:
+        raise SandboxError("a sandboxed checker needs a uid of its own")
+    binds = _binds(config, SANDBOX_PACKAGE.parent)
+    jail_paths = [f"{JAIL_ROOT}/src"] + [dest for src, dest in binds if src in site_packages()]
+    python = [str(python_binary()), "-I", "-S", "-c", bootstrap(jail_paths, CHECKER_MODULE), *tail, str(uid)]
+    opts = _bwrap_options(config, binds, CHECKER_CAPS)
+    # Bound after the hidden-path check on purpose: the set's folder usually lies in the data dir, which is hidden.
+    opts += [*_parent_dirs([CHECKER_SET]), "--ro-bind", str(set_root.resolve()), CHECKER_SET]
+    return [*opts, *python, CHECKER_SET, *rest]
+
+
+def _binds(config: SandboxConfig, package: Path = SANDBOX_PACKAGE) -> list[tuple[Path, str]]:
     binds: list[tuple[Path, str]] = [(Path("/usr"), "/usr")]
     prefix = Path(sys.base_prefix).resolve()
     if not prefix.is_relative_to("/usr"):
         binds.append((prefix, str(prefix)))
     binds += [(p, f"{JAIL_ROOT}/site-{i}") for i, p in enumerate(site_packages())]
-    binds.append((SANDBOX_PACKAGE, f"{JAIL_ROOT}/src/graders/sandbox"))
+    binds.append((package, f"{JAIL_ROOT}/src/{package.relative_to(SOURCE_ROOT)}"))
     hidden = [p.resolve() for p in [*config.hidden_paths, *default_hidden_paths()]]
     for src, _ in binds:
         for h in hidden:
@@ -71,7 +105,9 @@ def _binds(config: SandboxConfig) -> list[tuple[Path, str]]:
     return binds
 
 
-def _bwrap_options(config: SandboxConfig, binds: list[tuple[Path, str]]) -> list[str]:
+def _bwrap_options(
+    config: SandboxConfig, binds: list[tuple[Path, str]], caps: tuple[str, ...] = ZYGOTE_CAPS
+) -> list[str]:
     # No --unshare-user (considered, not done): bwrap 0.8 can only map ONE uid into a new user namespace (--uid/--gid),
     # so the slots' host uids (uid_base + n, one per slot and role) would not exist inside it and the children's
     # setresuid to them would fail; RLIMIT_NPROC, the kill-by-uid sweep (procfs.pids_of_uid reads host uids) and the
@@ -83,7 +119,7 @@ def _bwrap_options(config: SandboxConfig, binds: list[tuple[Path, str]]) -> list
     opts += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]
     for key, value in CLEAN_ENV.items():
         opts += ["--setenv", key, value]
-    opts += ["--cap-drop", "ALL"] + [arg for cap in ZYGOTE_CAPS for arg in ("--cap-add", cap)]
+    opts += ["--cap-drop", "ALL"] + [arg for cap in caps for arg in ("--cap-add", cap)]
     opts += _parent_dirs([dest for _, dest in binds])
     for src, dest in binds:
         opts += ["--ro-bind", str(src), dest]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from graders.code.checks import CheckSpec, load_checks
+from graders.code.grader import CodeGraderLike
 from graders.model import CodeProblem
 from graders.sandbox.config import SandboxConfig
 
@@ -34,8 +35,12 @@ def problem(entrypoints: tuple[str, ...] = ("add", "scaled_attention"), **limits
     )
 
 
-def checks() -> list[CheckSpec]:
-    return load_checks(CHECKS_PATH)
+def checks(grader: CodeGraderLike | None = None) -> list[CheckSpec]:
+    """The tiny problem's checks: imported in the grader's jailed checker, or (no grader) here, for tests that run
+    them in-process on purpose."""
+    if grader is None:
+        return load_checks(CHECKS_PATH)
+    return grader.checks(CHECKS_PATH.parent, CHECKS_PATH.name)
 
 
 def require_jail() -> None:
@@ -101,7 +106,7 @@ def attack_source(body: str, prelude: str = "") -> str:
 
 
 def grade(grader, source: str, **limits: float):
-    return grader.grade(source=source, problem=problem(**limits), checks=checks())
+    return grader.grade(source=source, problem=problem(**limits), checks=checks(grader))
 
 
 def assert_healthy(grader) -> None:

@@ -39,13 +39,13 @@ def low_fds_taken() -> Iterator[None]:
 def test_a_zygote_started_and_used_above_fd_1023(low_fds_taken: None) -> None:
     support.require_jail()
     with CodeGrader(support.jail_config()) as grader:
-        result = grader.grade(source=support.GOOD_SOURCE, problem=support.problem(), checks=support.checks())
+        result = grader.grade(source=support.GOOD_SOURCE, problem=support.problem(), checks=support.checks(grader))
     assert result.score == support.FULL_MARKS, result.to_dict()
 
 
 def test_a_warm_zygote_used_above_fd_1023(grader: CodeGrader, low_fds_taken: None) -> None:
     # The zygote's control socket is low; the child's pipes, made per submission, are above 1023.
-    result = grader.grade(source=support.GOOD_SOURCE, problem=support.problem(), checks=support.checks())
+    result = grader.grade(source=support.GOOD_SOURCE, problem=support.problem(), checks=support.checks(grader))
     assert result.score == support.FULL_MARKS, result.to_dict()
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from graders.code.checks import load_checks
 from graders.model import CodeProblem
 from graders.problemset.loader import load_problem_set
 from tests.sandbox import support
@@ -28,7 +27,7 @@ CHANCE = 4.5
 def _grade(grader, source: str):
     problem = load_problem_set(SET).spec.problem("q7")
     assert isinstance(problem, CodeProblem)
-    return grader.grade(source=source, problem=problem, checks=load_checks(SET / problem.checks))
+    return grader.grade(source=source, problem=problem, checks=grader.checks(SET, problem.checks))
 
 
 @pytest.mark.parametrize("attack", ["introspects.py", "reads_sources.py"])

@@ -7,7 +7,7 @@ from tests.sandbox import support
 
 
 def _grade(grader, source):
-    return grader.grade(source=source, problem=support.problem(), checks=support.checks())
+    return grader.grade(source=source, problem=support.problem(), checks=support.checks(grader))
 
 
 def test_syntax_error_names_the_line(code_grader):

@@ -33,6 +33,7 @@ from graders.code.checks import (
     TimedCall,
     Timing,
     TrustedFunction,
+    load_checks,
 )
 from graders.code.proxy import CALLBACK_FAILED
 from graders.results import CheckResult, GradeResult, verdict_from_checks
@@ -251,7 +252,13 @@ def run_check(spec: CheckSpec, proxy: DirectProxy) -> CheckResult:
 
 
 class DirectGrader:
-    """Grades trusted files in-process (same interface as CodeGrader.grade) for tests before/without a sandbox."""
+    """Grades trusted files in-process (same interface as CodeGrader) for tests before/without a sandbox.
+
+    Only for the shipped sets in tests: it imports the checks here, which the service never does.
+    """
+
+    def checks(self, root: Path, relative: str) -> list[CheckSpec]:
+        return load_checks(root / relative)
 
     def grade(self, *, source: str, problem: CodeProblem, checks: list[CheckSpec]) -> GradeResult:
         proxy = DirectProxy(source)

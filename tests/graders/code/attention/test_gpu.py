@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from graders.code.checks import load_checks
 from graders.model import CodeProblem
 from graders.problemset.loader import load_problem_set
 from tests.conftest import REPO
@@ -24,9 +23,9 @@ def test_reference_solutions_get_full_marks_on_cuda(problem_id: str, solution: s
 
     problem = load_problem_set(SET).spec.problem(problem_id)
     assert isinstance(problem, CodeProblem)
-    checks = load_checks(SET / problem.checks)
     source = (SET / "solutions" / problem_id / solution).read_text()
     with CodeGrader(SandboxConfig(mode="bwrap", slots=1, device="cuda")) as grader:
+        checks = grader.checks(SET, problem.checks)
         result = grader.grade(source=source, problem=problem, checks=checks)
     assert result.score == result.max_score, result.to_dict()
     timing = [c for c in result.checks if c.category == "timing"]
@@ -54,7 +53,7 @@ def test_q7_layers_take_and_return_cuda_tensors_over_reverse_calls() -> None:
 
     problem = load_problem_set(SET).spec.problem("q7")
     assert isinstance(problem, CodeProblem)
-    checks = load_checks(SET / problem.checks)
     with CodeGrader(SandboxConfig(mode="bwrap", slots=1, device="cuda")) as grader:
+        checks = grader.checks(SET, problem.checks)
         result = grader.grade(source=Q7_ON_CUDA, problem=problem, checks=checks)
     assert result.score == result.max_score, result.to_dict()

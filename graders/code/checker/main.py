@@ -1,0 +1,105 @@
+"""The checker process (inside its jail): drop to its own uid, then import and run one set's checks on request.
+
+argv: request fd, reply fd, uid (-1: stay, unsafe-local only), the set's folder, the device, the largest frame.
+Nothing of the set is imported before the uid change; the environment is already empty (bubblewrap --clearenv).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+from pathlib import Path
+from typing import Any
+
+WORKDIR = "/w"
+
+
+def _lock_down(uid: int) -> None:
+    from graders.sandbox import lockdown
+
+    os.chown(WORKDIR, uid, uid)  # the checker's private, size-capped tmpfs: the one place it may write
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    lockdown.drop_privileges(uid)  # a non-root uid: every capability bwrap left is gone with it
+    lockdown.no_new_privs()
+    lockdown.enter_workdir(WORKDIR)
+
+
+class Checker:
+    def __init__(self, set_root: Path, device: str, max_payload: int) -> None:
+        from graders.code.checker.remote import Link
+        from graders.sandbox import codec
+
+        self.root, self.device = set_root, device
+        self.link = Link(int(sys.argv[1]), int(sys.argv[2]), max_payload)
+        self.caps = codec.Caps(max_bytes=max_payload)
+        self.modules: dict[str, Any] = {}
+
+    def specs(self, relative: str) -> dict[str, Any]:
+        from graders.code.checks import load_checks
+
+        if relative not in self.modules:
+            path = (self.root / relative).resolve()
+            if not path.is_relative_to(self.root.resolve()):
+                raise ValueError("the checks file lies outside the set")
+            self.modules[relative] = {spec.name: spec for spec in load_checks(path)}
+        return self.modules[relative]
+
+    def serve(self) -> None:
+        while True:
+            try:
+                frame = self.link.receive()
+            except EOFError:
+                return
+            op = frame.msg.get("op")
+            if op == "describe":
+                self.link.send(self.describe(frame.msg.get("file")))
+            elif op == "run":
+                self.link.send({"done": self.run(frame.msg, frame.buffers)})
+            else:
+                self.link.send({"error": "unknown request"})
+
+    def describe(self, relative: Any) -> dict[str, Any]:
+        from graders.code.checker import protocol
+
+        try:
+            specs = self.specs(str(relative))
+        except BaseException as exc:  # instructor code: any failure to import is the set's
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return {"error": "import", "message": protocol.clip(f"{type(exc).__name__}: {exc}", 1000)}
+        return {"ok": True, "checks": [protocol.spec_fields(s) for s in specs.values()]}
+
+    def run(self, msg: dict[str, Any], buffers: list[bytearray]) -> dict[str, Any]:
+        import torch
+
+        from graders.code.checker import protocol
+        from graders.code.checker.remote import RemoteProxy
+        from graders.code.checks import CheckFailed
+        from graders.sandbox.errors import RunEnded
+
+        try:
+            spec = self.specs(str(msg.get("file")))[str(msg.get("check"))]
+        except BaseException as exc:
+            return {"kind": "raised", **protocol.raise_fields(exc)}
+        source = bytes(buffers[0]).decode("utf-8", errors="replace") if buffers else None
+        proxy = RemoteProxy(self.link, device=self.device, source=source, caps=self.caps)
+        torch.set_num_threads(1)
+        try:
+            feedback = spec.func(proxy)
+            return {"kind": "passed", "feedback": protocol.clip("" if feedback is None else str(feedback), 4000)}
+        except CheckFailed as exc:
+            return {"kind": "failed", "feedback": protocol.clip(exc.feedback, 4000), "fraction": exc.score_fraction}
+        except AssertionError as exc:
+            return {"kind": "assertion", "message": protocol.clip(str(exc), 4000)}
+        except RunEnded:
+            return {"kind": "run_ended"}
+        except (KeyboardInterrupt, SystemExit, Exception) as exc:
+            return {"kind": "raised", **protocol.raise_fields(exc)}
+
+
+def main() -> None:
+    uid, set_root, device, max_payload = int(sys.argv[3]), Path(sys.argv[4]), sys.argv[5], int(sys.argv[6])
+    if uid >= 0:
+        _lock_down(uid)
+    Checker(set_root, device, max_payload).serve()
