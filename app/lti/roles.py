@@ -27,9 +27,7 @@ CONTEXT_ROLES: dict[str, MemberRole] = {
     "Member": MemberRole.STUDENT,
     "Mentor": MemberRole.OBSERVER,
     "Manager": MemberRole.OBSERVER,  # manages the course's place in the LMS, not its teaching
-}
-# Context roles that give nothing here.
-NO_ROLE_CONTEXT = {"Officer"}
+}  # any other context role (Officer) gives nothing here
 # When someone has several roles, the strongest wins; a TA sub-role of Instructor is a TA, not an instructor.
 _PRECEDENCE = [MemberRole.TA, MemberRole.INSTRUCTOR, MemberRole.STUDENT, MemberRole.OBSERVER]
 
@@ -49,8 +47,6 @@ def context_role(uri: str) -> MemberRole | None:
         # its own row when we know it, else it counts as its parent.
         parent, _, sub = name.partition("#")
         name = sub if sub in CONTEXT_ROLES else parent
-    if name in NO_ROLE_CONTEXT:
-        return None
     return CONTEXT_ROLES.get(name)
 
 

@@ -110,11 +110,10 @@ def grade_size(submitted: str, spec: SizeSpec) -> PartResult:
     if equation.refusal is not None:
         return wrong(equation.refusal)
     submitted = equation.value
-    reason = size_format_error(submitted, spec)
     read = read_amount(submitted)
     unit = canonical_unit(read[1]) if read is not None else None
-    if reason is not None or read is None or unit is None:
-        return wrong(reason or "")
+    if read is None or unit is None:
+        return wrong(size_format_error(submitted, spec) or "")
     amount = read[0]
     value = amount * unit_bytes(unit)
     if value > _MAX_BYTES:
