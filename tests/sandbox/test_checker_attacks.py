@@ -56,22 +56,36 @@ problems:
 """
 
 
-def _checks_source(constants: dict[str, Any]) -> str:
+# A set whose attacks fire at grading time only: under the upload gate (its reference solution and mutants) each
+# check returns quietly and the set passes the gate honestly, as a hostile instructor's would; a student file whose
+# add(0, 0) answers ARMED sets them off in the worker or the trial regrade that grades it. ``adds`` is its one
+# honest check (the mutant fails it), so an armed student's full marks would be 1 plus one point per attack.
+ARMED = "def add(a, b):\n    return 'ARMED' if (a, b) == (0, 0) else a + b\n"
+_QUIET = "if student.call('add', 0, 0) != 'ARMED':\n    return 'quiet'\n"
+_ADDS = '\n\n@check(points=1, category="reference_example", visibility="visible")\ndef adds(student):\n'
+_ADDS += "    assert student.call('add', 2, 3) == 5, 'add(2, 3) is not 5'\n"
+
+
+def _checks_source(constants: dict[str, Any], *, armed_only: bool = False, extra: dict[str, str] | None = None) -> str:
     head = "import os, signal, socket\n\nfrom graders.code.checks import check\n\n"
     head += "".join(f"{name} = {value!r}\n" for name, value in constants.items())
-    body = ""
-    for name, attempt in ATTACKS.items():
+    body = _ADDS if armed_only else ""
+    for name, attempt in {**ATTACKS, **(extra or {})}.items():
         body += f'\n\n@check(points=1, category="shape", visibility="visible")\ndef {name}(student):\n'
-        body += textwrap.indent(attempt, "    ") + "\n"
+        body += textwrap.indent((_QUIET if armed_only else "") + attempt, "    ") + "\n"
     return head + body
 
 
-def _write_set(root: Path, constants: dict[str, Any]) -> Path:
+def _write_set(
+    root: Path, constants: dict[str, Any], *, armed_only: bool = False, extra: dict[str, str] | None = None
+) -> Path:
+    """The hostile set in ``root``. ``armed_only``: its attacks wait for an armed student file (see ARMED), so the
+    set passes the gate; ``extra``: more attempts (name: body) beside ATTACKS."""
     for folder in ("checks", "prompts", "solutions/c1", "mutants/c1"):
         (root / folder).mkdir(parents=True, exist_ok=True)
     (root / "problemset.yaml").write_text(SET_YAML)
     (root / "prompts" / "c1.md").write_text("# c1\nWrite `add(a, b)`.\n")
-    (root / "checks" / "c1.py").write_text(_checks_source(constants))
+    (root / "checks" / "c1.py").write_text(_checks_source(constants, armed_only=armed_only, extra=extra))
     (root / "solutions" / "c1" / "good.py").write_text("def add(a, b):\n    return a + b\n")
     (root / "mutants" / "c1" / "bad.py").write_text("def add(a, b):\n    return a - b\n")
     return root
