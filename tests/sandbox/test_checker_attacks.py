@@ -40,6 +40,12 @@ ATTACKS = {
     "signals_the_service": "os.kill(SERVICE_PID, signal.SIGWINCH)\nreturn 'signalled'",
     "signals_its_parent": "os.kill(os.getppid(), signal.SIGWINCH)\nreturn 'signalled'",
     "kills_itself": "os.kill(os.getpid(), signal.SIGKILL)\nreturn 'survived'",
+    # Refused by the checker's own limits: its address space (RLIMIT_AS) and its seccomp filter.
+    "allocates_8_gib": "block = bytes(8 << 30)\nreturn f'allocated {len(block)}'",
+    "forks": "pid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\nreturn 'forked'",
+    # Last: a new user namespace changes what the same checker's later attempts could reach.
+    "unshares_a_user_namespace": "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "assert libc.unshare(0x10000000) == 0, f'unshare: errno {ctypes.get_errno()}'\nreturn 'unshared'",
 }
 
 SET_YAML = """
@@ -172,7 +178,8 @@ def test_without_the_jail_the_attempts_succeed(
 ) -> None:
     """The test can fail: with no jail around the checker, the same checks read, write and import."""
     report = _gate(unjailed, _write_set(tmp_path / "hostile", {**service_files, "OUTSIDE": str(tmp_path / "out")}))
-    for attack in ("reads_secret_key", "reads_sqlite", "writes_outside", "writes_into_the_set", "imports_app"):
+    for attack in ("reads_secret_key", "reads_sqlite", "writes_outside", "writes_into_the_set", "imports_app",
+                   "forks", "unshares_a_user_namespace"):  # fmt: skip
         assert _cell(report, attack)["passed"], attack
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from app.config import Settings
 from tests.courses.conftest import world  # noqa: F401
 from tests.sandbox import support
 from tests.sandbox.test_checker_attacks import ARMED, ATTACKS, _write_set
@@ -34,13 +33,7 @@ def database_url(tmp_path: Path, sqlite_template: Path) -> str:
     return f"sqlite:///{path}"
 
 
-def test_a_trial_regrade_of_an_armed_program_reaches_nothing_of_the_service(  # type: ignore[no-untyped-def]
-    client,
-    world,
-    sessions,
-    settings: Settings,
-    tmp_path: Path,  # noqa: F811
-) -> None:
+def test_a_trial_regrade_of_an_armed_program_reaches_nothing(client, world, sessions, settings, tmp_path):  # type: ignore[no-untyped-def]  # noqa: F811
     support.require_jail()
     secret = settings.resolved_secret_key()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
