@@ -97,6 +97,10 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+# For a test that picks its backends (``parametrize("database_url", ..., indirect=True)``): both of them.
+BOTH_DATABASES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> Iterator[str]:
     if request.param == "sqlite":

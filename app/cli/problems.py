@@ -10,12 +10,14 @@ import typer
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.cli.common import load_set_or_exit, migrated_sessions, print_set_errors, settings_or_exit
+from app.config import Settings
 from app.problemsets import refused, service
 from app.problemsets.service import ProblemSetRejected
-from app.worker.code_grader import LazyCodeGrader
+from app.worker.code_grader import LazyCodeGrader, sandbox_config
 from graders.grade import problem_view, validate_set
+from graders.model import CodeProblem, ProblemBase
 from graders.problemset.errors import ProblemSetInvalid
-from graders.problemset.loader import load_problem_set
+from graders.problemset.loader import LoadedSet, load_problem_set
 
 app = typer.Typer(help="Validate, load and inspect problem sets.", no_args_is_help=True)
 
@@ -126,13 +128,42 @@ def show(
         typer.secho(f"no problem {problem!r}; the set has {[p.id for p in loaded.spec.problems]}", fg="red", err=True)
         raise typer.Exit(2)
     report = validate_set(loaded, code_grader=None, only={p.id for p in items})  # points of what is shown
-    views = [problem_view(p, loaded, report.points.get(p.id)) for p in items]
+    points: dict[str, float | None] = {**report.points}
+    for problem_id, checks_points in code_points(settings, loaded, items).items():  # beside the rubric's points
+        points[problem_id] = None if checks_points is None else report.points.get(problem_id, 0.0) + checks_points
+    views = [problem_view(p, loaded, points.get(p.id)) for p in items]
     if as_json:
         typer.echo(json.dumps(views[0] if problem else views, ensure_ascii=False, indent=2))
         return
     for view in views:
-        typer.secho(f"## {view['id']} ({view['kind']}, {view['points']} points): {view['title']}", bold=True)
+        shown = "?" if view["points"] is None else view["points"]  # checks that could not be counted
+        typer.secho(f"## {view['id']} ({view['kind']}, {shown} points): {view['title']}", bold=True)
         typer.echo(view["prompt"])
         for part in view["parts"]:
             typer.echo(f"  [{part['id']}] {part['kind']}, {part['points']} points")
         typer.echo("")
+
+
+def code_points(settings: Settings, loaded: LoadedSet, problems: list[ProblemBase]) -> dict[str, float | None]:
+    """The points of the code problems shown: what their checks declare, which only importing the checks tells.
+
+    They are imported in the set's jailed checker, as the gate imports them (no zygote for student code is
+    started), never in this process: a set's checks are an instructor's code. A problem whose checks cannot be
+    imported there (no jail on this machine, a broken file) has None (no points shown), and stderr says why."""
+    code = [p for p in problems if isinstance(p, CodeProblem) and p.gradable]
+    if not code:
+        return {}  # an answer problem's points need neither torch nor the sandbox
+    from graders.code.checker.pool import CheckerPool
+
+    points: dict[str, float | None] = {}
+    pool = CheckerPool(sandbox_config(settings, slots=1))
+    try:
+        for problem in code:
+            try:
+                points[problem.id] = sum(c.points for c in pool.describe(loaded.root, problem.checks))
+            except Exception as exc:  # the set's code, or a machine without the jail: say so, show the rest
+                points[problem.id] = None
+                typer.secho(f"{problem.id}: points not counted: {type(exc).__name__}: {exc}"[:500], fg="red", err=True)
+    finally:
+        pool.close()
+    return points

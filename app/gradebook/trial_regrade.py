@@ -3,8 +3,9 @@ applying would (the worker's entry point, its penalties, hand-given points kept)
 
 It is for what the preview cannot grade in the page: code problems, whose programs take seconds each in the
 sandbox, and answer selections past the preview's limit. The plan is read from the database in the request; the
-grading then runs (in a background thread of the API process, through the same sandbox as the upload gate) with no
-database session at all, so a trial cannot write a grade or change a status.
+grading then runs (in a background thread of the API process, through the same sandbox as the upload gate: the
+set's checks in its jailed checker, the programs in the student's child) with no database session at all, so a
+trial cannot write a grade or change a status, and the set's code never runs in the API process.
 """
 
 from __future__ import annotations

@@ -5,13 +5,16 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from app.config import Settings
 from graders.code.checks import CheckSpec
 from graders.code.grader import CodeGraderLike
 from graders.model import CodeProblem
 from graders.results import GradeResult
+
+if TYPE_CHECKING:
+    from graders.sandbox.config import SandboxConfig
 
 log = logging.getLogger(__name__)
 
@@ -57,16 +60,20 @@ class LazyCodeGrader:
 
 def build_code_grader(settings: Settings, slots: int | None = None) -> CodeGraderLike:
     from graders.code.runner import CodeGrader
+
+    return CodeGrader(sandbox_config(settings, slots))
+
+
+def sandbox_config(settings: Settings, slots: int | None = None) -> SandboxConfig:
     from graders.sandbox.config import SandboxConfig
 
-    config = SandboxConfig(
+    return SandboxConfig(
         mode=settings.sandbox,
         slots=slots or max(1, settings.workers),
         dev_mode=settings.dev_mode,
         hidden_paths=[settings.data_dir.resolve(), settings.problems_dir.resolve()],
         device=resolve_device(settings.sandbox_device),
     )
-    return CodeGrader(config)
 
 
 def resolve_device(choice: str) -> Literal["cpu", "cuda"]:

@@ -37,6 +37,9 @@ class SandboxConfig:
             so that a submission does not wait for fork and lockdown (``prefork.py``); 0 forks each on demand.
         prefork_max: how far the pool of hidden-check children may grow (one per hidden check of a problem; a
             waiting child holds ~6 MiB of its own).
+        checker_memory_mb: the address space (RLIMIT_AS) of each set's checker, the process that runs the set's
+            checks; ~640 MiB of it is the interpreter and torch. 0: none. Not applied with device "cuda", whose
+            driver reserves far more address space than it uses.
         lock_dir: where the slots' uid lock files live (default /run/autograder-sandbox); it must be a directory
             owned by the grader's euid with mode 0700, or the sandbox refuses to start.
     """
@@ -55,6 +58,7 @@ class SandboxConfig:
     lock_dir: Path | None = None
     prefork: int = 2
     prefork_max: int = 12
+    checker_memory_mb: int = 4096
 
     def __post_init__(self) -> None:
         if self.mode not in ("bwrap", "unsafe-local"):

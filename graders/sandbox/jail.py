@@ -67,7 +67,8 @@ CHECKER_MODULE = "graders.code.checker.main"
 def checker_argv(config: SandboxConfig, rfd: int, wfd: int, uid: int | None, set_root: Path) -> list[str]:
     """The argv of one checker for the set at ``set_root`` (unsandboxed: a bare interpreter, for unsafe-local)."""
     tail = [str(rfd), str(wfd)]
-    rest = [config.device, str(config.max_transfer_mb * 2**20)]
+    memory_mb = config.checker_memory_mb if config.device == "cpu" else 0
+    rest = [config.device, str(config.max_transfer_mb * 2**20), str(memory_mb)]
     if not config.sandboxed:
         return [
             sys.executable,

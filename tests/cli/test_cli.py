@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from app.cli.main import app
 from app.config import get_settings
 from tests.conftest import FIXTURE_SETS, REPO
+from tests.sandbox import support
 
 
 @pytest.fixture
@@ -83,6 +84,33 @@ def test_show_student_view_json(run) -> None:  # type: ignore[no-untyped-def]
     assert view["id"] == "q3" and view["prompt"]
     assert [p["id"] for p in view["parts"]] == ["b1", "b2", "b3", "b4", "b5"]
     assert all(set(p) <= {"id", "kind", "points", "hint", "widget", "options", "multi"} for p in view["parts"])
+
+
+def test_show_counts_a_code_problems_points_in_the_checker(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The points are what the checks declare (codeset c1: 1 + 2), imported in the jailed checker: the checks'
+    own module-level code, which writes a marker file where it can, never runs in the CLI's process."""
+    support.require_jail()
+    root = tmp_path / "codeset"
+    shutil.copytree(FIXTURE_SETS / "codeset", root)
+    marker = tmp_path / "imported-here"
+    checks = root / "checks" / "c1.py"
+    plant = f"try:\n    open({str(marker)!r}, 'w').write('x')\nexcept OSError:\n    pass\n"
+    checks.write_text(plant + checks.read_text())
+    result = run("problems", "show", str(root), "c1", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["points"] == 3.0
+    assert not marker.exists()
+
+
+def test_show_without_the_checker_counts_no_code_points(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A set whose checks do not import: the problem is shown without points, and the reason is given."""
+    root = tmp_path / "codeset"
+    shutil.copytree(FIXTURE_SETS / "codeset", root)
+    (root / "checks" / "c1.py").write_text("raise SystemExit(3)\n")
+    result = run("problems", "show", str(root), "c1", "--json")
+    assert result.exit_code == 0, result.output
+    assert "c1: points not counted" in result.output
+    assert json.loads(result.output[result.output.index("{") :])["points"] is None
 
 
 def test_users_and_tokens(run) -> None:  # type: ignore[no-untyped-def]

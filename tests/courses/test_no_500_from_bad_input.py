@@ -27,6 +27,7 @@ from app.main import create_app
 from app.users.models import ApiToken
 from graders.input_limits import MAX_CSV_BYTES
 from tests.app.conftest import submit_as
+from tests.conftest import BOTH_DATABASES
 from tests.courses.conftest import World
 
 OUT_OF_RANGE = [
@@ -72,7 +73,7 @@ def test_a_token_expiry_in_range_keeps_its_instant(client: TestClient, accounts)
     assert to_utc(datetime.fromisoformat(resp.json()["expires_at"])) == datetime(2031, 6, 1, 7, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("database_url", BOTH_DATABASES, indirect=True)
 @pytest.mark.parametrize("when", OUT_OF_RANGE[:2])
 def test_offering_assignment_and_override_dates_out_of_range_are_422(
     client: TestClient, world: World, when: str
@@ -98,7 +99,7 @@ def idle_client(settings: Settings) -> Iterator[TestClient]:
         yield c
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("database_url", BOTH_DATABASES, indirect=True)
 @pytest.mark.parametrize("wait", ["nan", "NaN", "inf", "-inf", "-1", "1e400"])
 def test_wait_that_is_not_a_finite_non_negative_number_is_422(  # type: ignore[no-untyped-def]
     idle_client: TestClient, accounts, basic_set, sessions, settings: Settings, wait: str
@@ -132,7 +133,7 @@ def test_null_for_an_offering_field_that_has_a_value_is_422(client: TestClient, 
     assert client.get(f"/api/v1/offerings/{world.b}", headers=head).json() == before
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("database_url", BOTH_DATABASES, indirect=True)
 def test_null_still_clears_the_fields_that_can_be_cleared(client: TestClient, world: World) -> None:  # type: ignore[no-untyped-def]
     head = world.people["b:instructor"].headers
     cleared = {"starts_at": None, "ends_at": None, "self_join_until": None, "join_enabled": True}

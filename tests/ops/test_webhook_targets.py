@@ -23,6 +23,7 @@ from app.main import create_app
 from app.webhooks.sender import WebhookSender
 from app.webhooks.service import new_secret
 from app.webhooks.targets import check_target
+from tests.conftest import BOTH_DATABASES
 from tests.ops.receiver import Receiver, running_receiver
 
 INSIDE = [
@@ -95,7 +96,7 @@ def strict_client(settings: Settings) -> Iterator[TestClient]:
         yield c
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("database_url", BOTH_DATABASES, indirect=True)
 @pytest.mark.parametrize(
     "url", [*UNREADABLE, "http://[64:ff9b::7f00:1]/", "http://[2002:7f00:1::]/", "http://[::127.0.0.1]/",
             "http://224.0.0.1/", "http://2130706433/", "http://0x7f.1/"],
@@ -110,7 +111,7 @@ def test_registration_answers_422_in_the_error_shape(strict_client: TestClient, 
     assert strict_client.get("/api/v1/webhooks", headers=headers).json() == []
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("database_url", BOTH_DATABASES, indirect=True)
 @pytest.mark.parametrize("url", ["http://example.com:99999/", "http://[::1/"])
 def test_a_bad_url_is_a_422_with_private_targets_allowed_too(client: TestClient, accounts, url: str) -> None:  # type: ignore[no-untyped-def]
     resp = client.post("/api/v1/webhooks", json={"url": url, "events": ["submission.graded"]},
@@ -157,7 +158,7 @@ def send_once(settings: Settings, sessions, url: str, receiver: Receiver) -> tup
     return status, error
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("database_url", BOTH_DATABASES, indirect=True)
 def test_dns_rebinding_does_not_reach_a_server_on_loopback(  # type: ignore[no-untyped-def]
     settings: Settings, sessions, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -172,7 +173,7 @@ def test_dns_rebinding_does_not_reach_a_server_on_loopback(  # type: ignore[no-u
     assert asked == [PUBLIC]  # resolved once, for the check; the connection did not ask again
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("database_url", BOTH_DATABASES, indirect=True)
 def test_the_checked_address_is_used_with_the_urls_own_host_header(  # type: ignore[no-untyped-def]
     settings: Settings, sessions, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -214,7 +215,7 @@ def _tls_files(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
     return paths
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("database_url", BOTH_DATABASES, indirect=True)
 @pytest.mark.parametrize(("certified", "delivered"), [("hook.test", True), ("other.test", False)])
 def test_https_names_the_url_host_for_sni_and_the_certificate(  # type: ignore[no-untyped-def]
     settings: Settings, sessions, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, certified: str, delivered: bool,

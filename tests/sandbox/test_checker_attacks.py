@@ -40,6 +40,12 @@ ATTACKS = {
     "signals_the_service": "os.kill(SERVICE_PID, signal.SIGWINCH)\nreturn 'signalled'",
     "signals_its_parent": "os.kill(os.getppid(), signal.SIGWINCH)\nreturn 'signalled'",
     "kills_itself": "os.kill(os.getpid(), signal.SIGKILL)\nreturn 'survived'",
+    # Refused by the checker's own limits: its address space (RLIMIT_AS) and its seccomp filter.
+    "allocates_8_gib": "block = bytes(8 << 30)\nreturn f'allocated {len(block)}'",
+    "forks": "pid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\nreturn 'forked'",
+    # Last: a new user namespace changes what the same checker's later attempts could reach.
+    "unshares_a_user_namespace": "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "assert libc.unshare(0x10000000) == 0, f'unshare: errno {ctypes.get_errno()}'\nreturn 'unshared'",
 }
 
 SET_YAML = """
@@ -56,22 +62,36 @@ problems:
 """
 
 
-def _checks_source(constants: dict[str, Any]) -> str:
+# A set whose attacks fire at grading time only: under the upload gate (its reference solution and mutants) each
+# check returns quietly and the set passes the gate honestly, as a hostile instructor's would; a student file whose
+# add(0, 0) answers ARMED sets them off in the worker or the trial regrade that grades it. ``adds`` is its one
+# honest check (the mutant fails it), so an armed student's full marks would be 1 plus one point per attack.
+ARMED = "def add(a, b):\n    return 'ARMED' if (a, b) == (0, 0) else a + b\n"
+_QUIET = "if student.call('add', 0, 0) != 'ARMED':\n    return 'quiet'\n"
+_ADDS = '\n\n@check(points=1, category="reference_example", visibility="visible")\ndef adds(student):\n'
+_ADDS += "    assert student.call('add', 2, 3) == 5, 'add(2, 3) is not 5'\n"
+
+
+def _checks_source(constants: dict[str, Any], *, armed_only: bool = False, extra: dict[str, str] | None = None) -> str:
     head = "import os, signal, socket\n\nfrom graders.code.checks import check\n\n"
     head += "".join(f"{name} = {value!r}\n" for name, value in constants.items())
-    body = ""
-    for name, attempt in ATTACKS.items():
+    body = _ADDS if armed_only else ""
+    for name, attempt in {**ATTACKS, **(extra or {})}.items():
         body += f'\n\n@check(points=1, category="shape", visibility="visible")\ndef {name}(student):\n'
-        body += textwrap.indent(attempt, "    ") + "\n"
+        body += textwrap.indent((_QUIET if armed_only else "") + attempt, "    ") + "\n"
     return head + body
 
 
-def _write_set(root: Path, constants: dict[str, Any]) -> Path:
+def _write_set(
+    root: Path, constants: dict[str, Any], *, armed_only: bool = False, extra: dict[str, str] | None = None
+) -> Path:
+    """The hostile set in ``root``. ``armed_only``: its attacks wait for an armed student file (see ARMED), so the
+    set passes the gate; ``extra``: more attempts (name: body) beside ATTACKS."""
     for folder in ("checks", "prompts", "solutions/c1", "mutants/c1"):
         (root / folder).mkdir(parents=True, exist_ok=True)
     (root / "problemset.yaml").write_text(SET_YAML)
     (root / "prompts" / "c1.md").write_text("# c1\nWrite `add(a, b)`.\n")
-    (root / "checks" / "c1.py").write_text(_checks_source(constants))
+    (root / "checks" / "c1.py").write_text(_checks_source(constants, armed_only=armed_only, extra=extra))
     (root / "solutions" / "c1" / "good.py").write_text("def add(a, b):\n    return a + b\n")
     (root / "mutants" / "c1" / "bad.py").write_text("def add(a, b):\n    return a - b\n")
     return root
@@ -158,7 +178,8 @@ def test_without_the_jail_the_attempts_succeed(
 ) -> None:
     """The test can fail: with no jail around the checker, the same checks read, write and import."""
     report = _gate(unjailed, _write_set(tmp_path / "hostile", {**service_files, "OUTSIDE": str(tmp_path / "out")}))
-    for attack in ("reads_secret_key", "reads_sqlite", "writes_outside", "writes_into_the_set", "imports_app"):
+    for attack in ("reads_secret_key", "reads_sqlite", "writes_outside", "writes_into_the_set", "imports_app",
+                   "forks", "unshares_a_user_namespace"):  # fmt: skip
         assert _cell(report, attack)["passed"], attack
 
 

@@ -1,7 +1,8 @@
 """The checker process (inside its jail): drop to its own uid, then import and run one set's checks on request.
 
-argv: request fd, reply fd, uid (-1: stay, unsafe-local only), the set's folder, the device, the largest frame.
-Nothing of the set is imported before the uid change; the environment is already empty (bubblewrap --clearenv).
+argv: request fd, reply fd, uid (-1: stay, unsafe-local only), the set's folder, the device, the largest frame, the
+address space in MiB (0: none). Nothing of the set is imported before the lockdown (uid change, no_new_privs, the
+address-space limit, the seccomp filter); the environment is already empty (bubblewrap --clearenv).
 """
 
 from __future__ import annotations
@@ -15,13 +16,18 @@ from typing import Any
 WORKDIR = "/w"
 
 
-def _lock_down(uid: int) -> None:
-    from graders.sandbox import lockdown
+def _lock_down(uid: int, memory_mb: int) -> None:
+    from graders.sandbox import lockdown, seccomp_filter
 
     os.chown(WORKDIR, uid, uid)  # the checker's private, size-capped tmpfs: the one place it may write
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     lockdown.drop_privileges(uid)  # a non-root uid: every capability bwrap left is gone with it
     lockdown.no_new_privs()
+    if memory_mb > 0:  # a check that allocates without bound gets a MemoryError, not the host's memory
+        resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
+    # The student child's filter (ptrace, mount, bpf, kexec, namespaces, exec, set*id, non-AF_UNIX sockets, ...),
+    # threads only: a forked process would bring an address space of its own past the limit above.
+    seccomp_filter.install(threads_only=True)
     lockdown.enter_workdir(WORKDIR)
 
 
@@ -101,5 +107,5 @@ class Checker:
 def main() -> None:
     uid, set_root, device, max_payload = int(sys.argv[3]), Path(sys.argv[4]), sys.argv[5], int(sys.argv[6])
     if uid >= 0:
-        _lock_down(uid)
+        _lock_down(uid, int(sys.argv[7]))
     Checker(set_root, device, max_payload).serve()
