@@ -95,6 +95,7 @@ class Calls(Walker):
     def _call_value(self, callee: Val, args: list[Val], kwargs: dict[str, Val], node: ast.Call, scope: Scope) -> Val:
         """Call a function, bound method or partial of the file, a class of the file (its ``__init__``, giving an
         instance) or an instance (its ``__call__``, or ``forward`` as ``nn.Module`` calls it)."""
+        self._step()
         line = self._line(node)
         results: list[Val] = []
         bound = [*callee.bound, *args]
@@ -103,14 +104,14 @@ class Calls(Walker):
             instance = Val(instances=frozenset({index}))
             init = self.classes[index].methods.get("__init__")
             if init is not None:
-                self._call_function(init, [instance, *args], kwargs, line=line)
+                self._call_function(init, [instance, *bound], kwargs, line=line)
             results.append(instance)
         for index in sorted(callee.instances):
             info = self.classes[index]
             method = "__call__" if "__call__" in info.methods else "forward"
             member = self._member(replace(callee, classes=frozenset(), funcs=frozenset()), method)
             if member is not None:
-                results.append(self._call_value(member, args, kwargs, node, scope))
+                results.append(self._call_value(member, bound, kwargs, node, scope))
         if callee.dotted is not None:
             results.append(self._library_call(callee.dotted, bound, kwargs, node, scope))
         return join(*results)

@@ -1,4 +1,4 @@
-"""Honest variant of q6: the loop's per-query step a helper function, the batched version through torch.vmap."""
+"""Honest q6 style: the loop's per-query step a helper function, the batched version through torch.vmap."""
 
 import functools
 import math
