@@ -615,6 +615,21 @@ def _attend(q, k, v):
 def scaled_attention(q, k, v, key_valid=None, causal=False):
     return torch.vmap(torch.vmap(_attend))(q, k, v)
 """,
+    "functools.partial of a class whose __init__ takes the bound argument": """
+class Attn:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def forward(self, q, k, v):
+        {body}
+
+    __call__ = forward
+
+make = functools.partial(Attn, 0.5)
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    return make()(q, k, v)
+""",
     "torch.func.vmap with in_dims, stored at module level": """
 def _attend(q, k, v):
     {body}
@@ -729,3 +744,19 @@ def test_in_place_changes_through_casts_that_may_return_the_input_are_refused(bo
 def test_in_place_changes_of_cast_copies_are_fine(body):
     source = HEAD + f"def scaled_attention(q, k, v, key_valid=None, causal=False):\n    {body}\n    return q, k\n"
     assert "no_inplace" not in q5(source)
+
+
+def test_an_instance_that_calls_itself_forever_is_too_complex_not_a_crash():
+    source = (
+        Q5_HEAD
+        + """
+class A:
+    def __init__(self):
+        self.forward = self
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    return A()(q), q
+"""
+    )
+    found = findings_for(source, "scaled_attention", ATTENTION_ARGS)
+    assert isinstance(found, str) and "too complex" in found
