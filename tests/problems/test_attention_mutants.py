@@ -52,6 +52,11 @@ INTENDED = {
         "seeded_random_key_order.py": "method",
         "memoised_outputs.py": "method",
         "float64_for_float32.py": "shape",
+        "causal_bottom_right.py": "masking",
+        "causal_square_mask.py": "masking",
+        "exp_before_mask.py": "stability",
+        "renormalised_softmax.py": "stability",
+        "mask_flipped_in_place.py": "method",
     },
     "q6": {
         "loop_missing_scale.py": "softmax_axis",
@@ -67,6 +72,7 @@ INTENDED = {
         "loop_full_scores_first.py": "method",
         "loop_weighted_sum_after.py": "method",
         "batched_broadcast_sum.py": "method",
+        "loop_global_max.py": "stability",
     },
     "q7": {
         "never_fails.py": "equivariance",

@@ -22,7 +22,17 @@ def empty_row_cases() -> list[AttentionCase]:
     assert causal.key_valid is not None
     causal_valid = causal.key_valid.clone()
     causal_valid[0, 0] = False
-    return [all_false.with_(key_valid=key_valid), causal.with_(key_valid=causal_valid)]
+    # Tq < Tk: query 0 still sees key 0 only (j <= i from the top-left); a bottom-right triangle would give it keys.
+    label = "causal, Tq=3, Tk=6, key 0 invalid (query 0 has no key)"
+    wide = random_case(label, 33, tq=3, tk=6, masked=True, causal=True)
+    assert wide.key_valid is not None
+    wide_valid = wide.key_valid.clone()
+    wide_valid[:, 0] = False
+    return [
+        all_false.with_(key_valid=key_valid),
+        causal.with_(key_valid=causal_valid),
+        wide.with_(key_valid=wide_valid),
+    ]
 
 
 def expect_value_error(student: StudentProxy, entry: str, case: AttentionCase, *, visible: bool = False) -> None:

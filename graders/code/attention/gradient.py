@@ -30,6 +30,7 @@ def gradient_cases(masks: bool) -> list[AttentionCase]:
     return [
         random_case("key_valid", 51, tq=4, tk=5, dk=3, dv=4, masked=True),
         random_case("causal", 52, tq=5, tk=5, dk=3, dv=4, causal=True),
+        random_case("causal, Tq=3, Tk=5", 56, tq=3, tk=5, dk=3, dv=4, causal=True),
     ]
 
 

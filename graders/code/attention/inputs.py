@@ -112,6 +112,40 @@ def large_score_case(dtype: torch.dtype) -> AttentionCase:
     return AttentionCase(f"large scores ({str(dtype).replace('torch.', '')})", q, k, v)
 
 
+def large_score_heads_case(dtype: torch.dtype, *, masked: bool) -> AttentionCase:
+    """Scores ~1e3-1e4 with B = H = 2, the heads' row maxima far apart, and (``masked``) the maximum on masked keys.
+
+    As in ``large_score_case``, K = 2000·I and integer Q make every score an exact multiple of 1000; each query row
+    holds distinct integers, so the expected weights are exactly one-hot. Head (b, 1) only has scores <= -5000
+    while head (b, 0) reaches +10000: subtracting one maximum over several heads (or the batch) underflows a
+    whole row to 0/0. With ``masked``, key_valid masks key b + 1 of batch b, and that key holds every row's largest
+    score: exponentiating before masking, or masking and renormalising the weights of an unmasked softmax, leaves
+    0/0 on the allowed keys.
+    """
+    gen = generator(71 if masked else 72)
+    b, h, tq, tk = 2, 2, 5, 4
+    q = torch.empty(b, h, tq, tk, dtype=torch.float64)
+    for bi in range(b):
+        for hi in range(h):
+            low, high = (-10, 10) if hi == 0 else (-10, -5)
+            for i in range(tq):
+                values = (low + torch.randperm(high - low, generator=gen)[:tk]).to(torch.float64)  # distinct, < high
+                if masked:  # swap the row's largest value onto the masked key, then raise it above all others
+                    top, largest = bi + 1, int(values.argmax())
+                    values[largest] = float(values[top])
+                    values[top] = float(high)
+                q[bi, hi, i] = values
+    key_valid = None
+    if masked:
+        key_valid = torch.ones(b, tk, dtype=torch.bool)
+        key_valid[0, 1], key_valid[1, 2] = False, False
+    k = (2000.0 * torch.eye(tk, dtype=torch.float64)).expand(b, h, tk, tk).clone()
+    v = randn(gen, b, h, tk, 3)
+    what = "key_valid masks each row's largest score" if masked else "heads with far-apart maxima"
+    label = f"large scores, B=H=2, {what} ({str(dtype).replace('torch.', '')})"
+    return AttentionCase(label, q.to(dtype), k.to(dtype), v.to(dtype), key_valid)
+
+
 def permutation(gen: torch.Generator, n: int) -> Tensor:
     """A random permutation that moves at least half of the positions (so position-dependence shows)."""
     while True:

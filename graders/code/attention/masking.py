@@ -34,19 +34,31 @@ WRONG_TRIANGLE = (
     "your causal mask keeps the wrong triangle: query i may attend key j only when j <= i (the lower triangle "
     "including the diagonal), i.e. no future keys."
 )
+BOTTOM_RIGHT = (
+    "your causal mask is aligned to the bottom-right (query i attends keys j <= i + Tk - Tq, as when decoding with a "
+    "cache); the prompt defines causal as j <= i for any Tq and Tk, counted from the first query and the first key"
+)
 CAUSAL_RAISED = (
-    " With causal=True and no padding every query i has at least key i itself (j <= i includes the diagonal), so "
-    "no row is empty here."
+    " With causal=True and no padding every query i may attend key 0 and, when i < Tk, key i itself (j <= i includes "
+    "the diagonal, counted from the first key also when Tq != Tk), so no row is empty here."
 )
 KEY_VALID_RAISED = " Every query in this case has at least one allowed key. " + CONVENTION
 
 
 def masking_cases() -> list[AttentionCase]:
+    """Self-attention and cross-attention shapes: the prompt defines causal as j <= i for any Tq and Tk.
+
+    With Tq != Tk the triangle starts at the top-left (query 0 sees key 0 only), not at the bottom-right as in
+    decoding with a cache; a mask built Tq×Tq, or cut or padded to Tk, differs there too.
+    """
     return [
         random_case("key_valid", 21, tq=6, tk=6, masked=True),
         random_case("key_valid, Tq=3, Tk=7", 22, tq=3, tk=7, masked=True),
         random_case("causal", 23, tq=6, tk=6, causal=True),
         random_case("key_valid and causal", 24, tq=6, tk=6, masked=True, causal=True),
+        random_case("causal, Tq=4, Tk=7", 25, tq=4, tk=7, causal=True),
+        random_case("causal, Tq=7, Tk=4", 26, tq=7, tk=4, causal=True),
+        random_case("key_valid and causal, Tq=3, Tk=6", 27, tq=3, tk=6, masked=True, causal=True),
     ]
 
 
@@ -85,6 +97,12 @@ def diagnose(weights: Tensor, case: AttentionCase) -> str | None:
         flipped = _variant(case, upper)
         if flipped is not None and is_close(weights, flipped, rtol=1e-5, atol=1e-7):
             return WRONG_TRIANGLE
+        if tq != tk:
+            rows, cols = torch.arange(tq)[:, None], torch.arange(tk)[None, :]
+            shifted = allowed_keys(b, tq, tk, case.key_valid, False) & (cols <= rows + tk - tq)
+            aligned = _variant(case, shifted)
+            if aligned is not None and is_close(weights, aligned, rtol=1e-5, atol=1e-7):
+                return BOTTOM_RIGHT
     return None
 
 

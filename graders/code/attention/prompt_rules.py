@@ -10,16 +10,23 @@ q5 ``scaled_attention`` (prompts/q5.md)
 rule                                                        graded by
 ==========================================================  ===================================================
 softmax of q·k/√D over the key axis, output = weights @ v    reference_example, softmax_axis, gradient
-key_valid (True = may attend) and causal, intersected        masking
+key_valid (True = may attend) and causal, intersected        masking (causal j <= i also with Tq != Tk: the
+                                                             triangle starts top-left; gradient and empty_row
+                                                             have such a case too)
 masked weights exactly 0                                     masking
 no allowed key → ValueError, not NaN                         empty_row
 bad shapes → ValueError                                      validation
-stable for scores ~1e4                                       stability
+stable for scores ~1e4                                       stability (one head; then B = H = 2 with the heads'
+                                                             maxima ~1e4 apart and key_valid masking each row's
+                                                             largest score; float32 within a few float32
+                                                             spacings of the largest score)
 float64 gradients; no .detach / NumPy / lower precision      gradient (the effect is what matters: a harmless
                                                              ``.detach()`` of the row max is not penalised)
 keep the inputs' dtype and device                            keeps_dtype_device (and gradient for float64)
-do not modify the input tensors in place                     source: ``no_inplace`` (gradient sees it too, but
-                                                             only when the inputs require grad)
+do not modify the input tensors in place                     source: ``no_inplace``, through views and casts
+                                                             that may return the input (``key_valid.bool()``);
+                                                             gradient sees it too, but only when the inputs
+                                                             require grad (never for the bool mask)
 deterministic: no dropout or other random operations         determinism + source: ``no_random``
 deterministic: no state kept between calls                   determinism + source: ``no_state``
 batch computation with matrix products                       source: ``matrix_products``
@@ -66,7 +73,8 @@ reasonable floating-point tolerance                          layer checks (exact
 ==========================================================  ===================================================
 
 Limits (see source_rules): code that exists only at run time (exec/eval of strings, getattr with a computed name,
-importlib, sys.modules, methods of classes) is invisible; the prompts do not forbid such code, so it is not
+importlib, sys.modules) is invisible; classes of the file, nn.Module.forward, functools.partial and torch.vmap are
+followed (source_rules), so a matrix product written there counts; the prompts do not forbid such code, so it is not
 penalised, and the behavioural checks still judge its results. The source checks are gated like the other
 secondary checks (basic.gate): rules about how a result is computed are worth nothing without the result.
 """

@@ -18,8 +18,8 @@ CHECKS = [
     softmax_axis_check(points=2, entry=BATCHED, name="batched_matches_reference"),
     gradient_check(points=1, entry=LOOP, name="loop_gradient", masks=False),
     gradient_check(points=1, entry=BATCHED, name="batched_gradient", masks=False),
-    stability_check(points=1, entry=LOOP, name="loop_stability"),
-    stability_check(points=1, entry=BATCHED, name="batched_stability"),
+    stability_check(points=1, entry=LOOP, name="loop_stability", masks=False),
+    stability_check(points=1, entry=BATCHED, name="batched_stability", masks=False),
     agreement_check(points=2, loop_entry=LOOP, batched_entry=BATCHED),
     source_rules_check(points=2, entry=LOOP, rules=LOOP_RULES, name="loop_method", probe=attention_probe(LOOP)),
     source_rules_check(

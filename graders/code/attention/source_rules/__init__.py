@@ -22,9 +22,18 @@ the file that it calls (each call analysed with what its arguments carry), recor
 - ``layer_calls``: calls of a callable argument (q7's ``layer``) with what their arguments derive from (random
   values, a random permutation).
 
+Classes of the file are followed as Python runs them: calling a class runs its ``__init__`` and gives an instance,
+calling an instance runs ``__call__`` (or ``forward``, as ``nn.Module`` does), ``obj.method(...)`` binds ``self``
+(static and class methods as declared, methods inherited from the file's classes), and ``self.name = ...`` is what
+later reads of ``self.name`` see. ``functools.partial(f, *a)`` calls f with a first, and ``torch.vmap(f)`` or
+``torch.compile(f)`` calls f itself, so products written in a class, an ``nn.Module.forward``, a partial or a vmapped
+helper count as the products they are. Casts follow the inputs' dtypes (a bool ``key_valid``, floating q, k, v):
+``key_valid.bool()`` may be the caller's mask itself, ``key_valid.float()`` or ``key_valid.to(q.dtype)`` is a copy.
+
 What it cannot see, by construction: code that exists only at run time (``exec``/``eval`` of strings, ``getattr``
-with a computed name, ``importlib`` with a computed name, ``sys.modules`` tricks, methods of classes, monkey
-patches made by another module). Those appear in ``dynamic`` but are not judged (the prompts do not forbid them);
+with a computed name, ``importlib`` with a computed name, ``sys.modules`` tricks, a method looked up on an object
+of a library class, monkey patches made by another module).
+Those appear in ``dynamic`` but are not judged (the prompts do not forbid them);
 the behavioural checks still judge what such code computes. Where a value's layout is lost (after ``reshape``,
 products, ...) axis roles are guessed from index positions in a (B, H, T, D) tensor, and an unresolvable loop bound
 gives the loop no role, so the rules err towards accepting code they cannot read.

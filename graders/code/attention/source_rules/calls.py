@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from graders.code.attention.source_rules.values import (
     EMPTY,
+    INPUT_KIND,
     LAYER,
     MAX_DEPTH,
     MAX_FUNCTION_RUNS,
@@ -23,20 +24,34 @@ from graders.code.attention.source_rules.values import (
 from graders.code.attention.source_rules.vocabulary import (
     ALONG,
     CACHING,
+    CAST_KIND,
     DYNAMIC,
     INPLACE_DUNDERS,
     META_METHODS,
     MUTATORS,
     NEW_TENSOR,
     NOT_INPLACE,
+    PARTIAL,
     PERMUTING,
     PRODUCT_OPS,
     RANDOM_NAMES,
     SAME_LAYOUT,
     SORTING,
     VIEWS,
+    WRAPPERS,
 )
 from graders.code.attention.source_rules.walker import BudgetExceeded, Function, Scope, Walker
+
+
+def _cast_alias(alias: frozenset[str], name: str, args: list[Val], kwargs: dict[str, Val]) -> frozenset[str]:
+    """The inputs a cast's result may share storage with: those already of the dtype it casts to."""
+    target = CAST_KIND.get(name)
+    if name in ("to", "type"):
+        given = [a.dotted for a in [*args, kwargs.get("dtype", EMPTY)] if a.dotted is not None]
+        target = CAST_KIND.get(last_name(given[0])) if given else None
+    if target is None:
+        return alias
+    return frozenset(a for a in alias if INPUT_KIND.get(a, target) == target)
 
 
 class Calls(Walker):
@@ -60,19 +75,66 @@ class Calls(Walker):
                 self._ref(dotted, func)
                 return self._library_call(dotted, args, kwargs, node, scope)
             self._ref(f".{func.attr}", func)
+            if receiver.instances or receiver.classes:
+                member = self._member(receiver, func.attr)
+                if member is not None:
+                    return self._call_value(member, args, kwargs, node, scope)
             return self._method_call(receiver, func.attr, args, kwargs, node, func, scope)
         callee = self._eval(func, scope)
-        if callee.funcs:
-            results = [self._call_function(i, args, kwargs, line=self._line(node)) for i in sorted(callee.funcs)]
-            return join(*results)
+        if callee.funcs or callee.classes or callee.instances:
+            return self._call_value(callee, args, kwargs, node, scope)
         if callee.dotted is not None:
-            return self._library_call(callee.dotted, args, kwargs, node, scope)
+            return self._library_call(callee.dotted, [*callee.bound, *args], kwargs, node, scope)
         if LAYER in callee.src:
             if self._recording:
                 self.findings.layer_calls.append((tuple(args), self._line(node)))
             return data(*args)
         self._call_callbacks(args, kwargs, node)
         return data(callee, *args, *kwargs.values())
+
+    def _call_value(self, callee: Val, args: list[Val], kwargs: dict[str, Val], node: ast.Call, scope: Scope) -> Val:
+        """Call a function, bound method or partial of the file, a class of the file (its ``__init__``, giving an
+        instance) or an instance (its ``__call__``, or ``forward`` as ``nn.Module`` calls it)."""
+        self._step()
+        line = self._line(node)
+        results: list[Val] = []
+        bound = [*callee.bound, *args]
+        results += [self._call_function(i, bound, kwargs, line=line) for i in sorted(callee.funcs)]
+        for index in sorted(callee.classes):
+            instance = Val(instances=frozenset({index}))
+            init = self.classes[index].methods.get("__init__")
+            if init is not None:
+                self._call_function(init, [instance, *bound], kwargs, line=line)
+            results.append(instance)
+        for index in sorted(callee.instances):
+            info = self.classes[index]
+            method = "__call__" if "__call__" in info.methods else "forward"
+            member = self._member(replace(callee, classes=frozenset(), funcs=frozenset()), method)
+            if member is not None:
+                results.append(self._call_value(member, bound, kwargs, node, scope))
+        if callee.dotted is not None:
+            results.append(self._library_call(callee.dotted, bound, kwargs, node, scope))
+        return join(*results)
+
+    def _member(self, owner: Val, attr: str) -> Val | None:
+        """``owner.attr`` for a class of the file or an instance: a method bound as Python binds it, or an
+        attribute stored on it; None when the file's classes do not define it (a library base's method)."""
+        found: list[Val] = []
+        for index in sorted(owner.instances | owner.classes):
+            info = self.classes[index]
+            method = info.methods.get(attr)
+            if method is not None:
+                kind = info.kinds.get(attr, "plain")
+                if kind == "class":
+                    first: tuple[Val, ...] = (Val(classes=frozenset({index})),)
+                elif kind == "plain" and index in owner.instances:
+                    first = (owner,)
+                else:
+                    first = ()
+                found.append(Val(funcs=frozenset({method}), bound=first))
+            elif attr in info.attrs:
+                found.append(info.attrs[attr])
+        return join(*found) if found else None
 
     def _call_callbacks(self, args: list[Val], kwargs: dict[str, Val], node: ast.AST) -> None:
         """User functions passed to a library or unknown call (map, vmap, partial, ...) are analysed too."""
@@ -142,6 +204,11 @@ class Calls(Walker):
             return replace(data(*args, *kwargs.values()), container=True)
         if dotted.startswith("builtins."):
             return data(*args)
+        if name in PARTIAL and args:
+            # functools.partial(f, *a): calling it calls f with a first (f a function of the file or a library one).
+            return replace(args[0], bound=(*args[0].bound, *args[1:]))
+        if name in WRAPPERS and args and (args[0].funcs or args[0].classes or args[0].instances or args[0].dotted):
+            return args[0]  # torch.vmap(f, ...), torch.compile(f): calling the result runs f on the same tensors
         self._call_callbacks(args, kwargs, node)
         tensors = [a for a in args if a.src or a.alias or a.items]
         first = args[0] if args else EMPTY
@@ -234,7 +301,7 @@ class Calls(Walker):
 
     def _view(self, base: Val, name: str, args: list[Val], kwargs: dict[str, Val]) -> Val:
         """A view (or a cast that may return the tensor itself): same data and storage, layout tracked if simple."""
-        alias = frozenset() if name == "clone" else base.alias
+        alias = frozenset() if name == "clone" else _cast_alias(base.alias, name, args, kwargs)
         layout = base.layout
         ints = [a.const for a in args if a.has_const and isinstance(a.const, int) and not isinstance(a.const, bool)]
         if "dim" in kwargs and kwargs["dim"].has_const and isinstance(kwargs["dim"].const, int):

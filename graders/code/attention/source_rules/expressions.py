@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from graders.code.attention.source_rules.values import (
     EMPTY,
+    INPUT_KIND,
     Q_ROW,
     AxisRef,
     Layout,
@@ -88,8 +89,18 @@ class Expressions(Walker):
                 self._dynamic(f"{dotted}", node)
             return Val(dotted=dotted)
         self._ref(f".{attr}", node)
+        if base.instances or base.classes:
+            member = self._member(base, attr)  # a method (bound) or an attribute stored on the file's class
+            if member is not None:
+                return member
         if attr == "shape":
             return Val(layout=base.layout, is_shape=True)
+        if attr == "dtype":
+            # x.dtype of a value derived from inputs of one dtype family, so that x.to(q.dtype) is read as a cast
+            kinds = {INPUT_KIND.get(label) for label in base.src | base.alias}
+            if kinds in ({"bool"}, {"float"}):
+                return Val(dotted="torch.bool" if kinds == {"bool"} else "torch.float64")
+            return EMPTY
         if attr in META_ATTRS:
             return EMPTY
         if attr in ("T", "mT", "H", "mH", "real", "imag", "data"):

@@ -14,12 +14,23 @@ from graders.code.attention.source_rules.values import (
     join,
     pack,
 )
-from graders.code.attention.source_rules.walker import Function, Scope, Walker
+from graders.code.attention.source_rules.walker import ClassInfo, Function, Scope, Walker
 
 _OPS = {
     "Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "FloorDiv": "//", "Mod": "%", "Pow": "**", "MatMult": "@",
     "BitAnd": "&", "BitOr": "|", "BitXor": "^", "LShift": "<<", "RShift": ">>",
 }  # fmt: skip
+
+
+def _method_kind(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """ "static", "class" or "plain": how a method of a class binds its first argument."""
+    for decorator in node.decorator_list:
+        name = decorator.attr if isinstance(decorator, ast.Attribute) else getattr(decorator, "id", "")
+        if name == "staticmethod":
+            return "static"
+        if name == "classmethod":
+            return "class"
+    return "plain"
 
 
 class Statements(Walker):
@@ -51,11 +62,7 @@ class Statements(Walker):
             self.functions.append(Function(stmt, scope))
             self._bind_name(stmt.name, Val(funcs=frozenset({len(self.functions) - 1})), scope, stmt)
         elif isinstance(stmt, ast.ClassDef):
-            for part in [*stmt.bases, *stmt.decorator_list]:
-                self._eval(part, scope)
-            inner = Scope(scope)
-            self._exec_block(stmt.body, inner)
-            self._bind_name(stmt.name, Val(refs=frozenset(self._sink)), scope, stmt)
+            self._class_def(stmt, scope)
         elif isinstance(stmt, ast.Assign):
             value = self._eval(stmt.value, scope)
             for target in stmt.targets:
@@ -125,6 +132,35 @@ class Statements(Walker):
                     self._mutate(deleted, target, "del")
         # Pass, Break, Continue: nothing to do
 
+    def _class_def(self, stmt: ast.ClassDef, scope: Scope) -> None:
+        """A class: its methods are the file's functions, called with ``self`` when an instance's method is called.
+
+        Methods of base classes of the file are inherited; library bases (``nn.Module``) add nothing but the
+        convention that calling an instance runs ``forward`` (calls.py).
+        """
+        info = ClassInfo(stmt.name)
+        for part in [*stmt.bases, *stmt.decorator_list]:
+            base = self._eval(part, scope)
+            for index in sorted(base.classes):
+                parent = self.classes[index]
+                info.methods.update(parent.methods)
+                info.kinds.update(parent.kinds)
+                info.attrs.update(parent.attrs)
+        inner = Scope(scope)
+        self._exec_block(stmt.body, inner)
+        for member in stmt.body:
+            if isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef) and member.name in inner.vars:
+                funcs = inner.vars[member.name].funcs
+                if funcs:
+                    info.methods[member.name] = max(funcs)
+                    info.kinds[member.name] = _method_kind(member)
+        for name, value in inner.vars.items():
+            if name not in info.methods:
+                info.attrs[name] = value
+        self.classes.append(info)
+        value = Val(refs=frozenset(self._sink), classes=frozenset({len(self.classes) - 1}))
+        self._bind_name(stmt.name, value, scope, stmt)
+
     def _bind_name(self, name: str, value: Val, scope: Scope, node: ast.AST) -> None:
         if scope.module:
             value = replace(value, shared=True, refs=value.refs | frozenset(self._sink))
@@ -158,6 +194,9 @@ class Statements(Walker):
         elif isinstance(target, ast.Attribute):
             base = self._eval(target.value, scope)
             self._inplace(base, node, f"assigns to {ast.unparse(target)[:60]}")
+            for index in sorted(base.instances | base.classes):
+                attrs = self.classes[index].attrs
+                attrs[target.attr] = join(attrs[target.attr], value) if target.attr in attrs else value
             if base.dotted is not None:
                 self.patches[f"{base.dotted}.{target.attr}"] = replace(value, refs=value.refs | self._refs_of(value))
                 self._state(f"assigns to the library attribute {base.dotted}.{target.attr}", node)

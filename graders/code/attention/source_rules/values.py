@@ -11,6 +11,8 @@ from graders.code.attention.source_rules.vocabulary import MATMUL_OPS
 Q, K, V, MASK = "q", "k", "v", "key_valid"
 Q_ROW = "q_row"  # derived from one query of q (q indexed at its query axis by a loop variable)
 RANDOM, PERM, LAYER = "random", "perm", "layer"
+# The dtype family of each input the rules know (prompts/q5.md: a bool key_valid, floating q, k, v).
+INPUT_KIND = {MASK: "bool", Q: "float", K: "float", V: "float", Q_ROW: "float"}
 
 AxisRef = tuple[str, int]  # (input, axis of that input); input "?" = a tensor whose layout is not tracked
 Layout = tuple["AxisRef | None", ...]
@@ -51,6 +53,9 @@ class Val:
     weight: int = 1  # how many values this one holds (itself, its items, what iterating it yields)
     it: tuple[Any, ...] | None = None  # what iterating yields: ("range", size) / ("enumerate", v) / ("zip", vs) /
     # ("along", base, position)
+    classes: frozenset[int] = frozenset()  # classes of the file this value is (indices into Analysis.classes)
+    instances: frozenset[int] = frozenset()  # classes of the file this value is an instance of
+    bound: tuple[Val, ...] = ()  # arguments a call of this callable receives first (self, functools.partial)
 
 
 EMPTY = Val()
@@ -90,6 +95,9 @@ def join(*values: Val) -> Val:
         shared=any(v.shared for v in vals),
         container=all(v.container for v in vals),
         it=same("it"),
+        classes=frozenset().union(*(v.classes for v in vals)),
+        instances=frozenset().union(*(v.instances for v in vals)),
+        bound=same("bound") or (),
         weight=max(weight, max(v.weight for v in vals) if same("it") is not None else 1),
     )
 

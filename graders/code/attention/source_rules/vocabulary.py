@@ -18,9 +18,12 @@ META_METHODS = frozenset(
     {"dim", "ndimension", "numel", "nelement", "element_size", "stride", "is_contiguous", "data_ptr",
      "is_floating_point", "is_complex", "get_device", "storage_offset"}
 )  # fmt: skip
+# Casts and copies that keep the layout; all but clone may return the tensor itself (``key_valid.bool()`` on a bool
+# mask, ``torch.as_tensor(q)``), so their result may share the input's storage.
 SAME_LAYOUT = frozenset(
-    {"float", "double", "half", "bfloat16", "to", "type", "type_as", "contiguous", "cpu", "cuda", "detach",
-     "clone", "requires_grad_", "conj", "resolve_conj", "resolve_neg", "data"}
+    {"float", "double", "half", "bfloat16", "bool", "long", "int", "short", "byte", "char", "to", "type",
+     "type_as", "contiguous", "cpu", "cuda", "detach", "clone", "requires_grad_", "conj", "resolve_conj",
+     "resolve_neg", "data", "as_tensor", "asarray"}
 )  # fmt: skip
 VIEWS = SAME_LAYOUT - {"clone"} | frozenset(
     {"view", "view_as", "reshape", "reshape_as", "transpose", "swapaxes", "swapdims", "permute", "t", "unsqueeze",
@@ -58,6 +61,17 @@ DYNAMIC = frozenset(
      "builtins.locals", "builtins.vars", "builtins.setattr", "builtins.delattr", "importlib.import_module",
      "importlib.__import__"}
 )  # fmt: skip
+# What dtype family a cast produces: a cast returns its tensor itself only when that already has the dtype, so
+# ``key_valid.bool()`` (a bool mask) may alias the caller's mask and ``key_valid.float()`` is a copy.
+CAST_KIND = {
+    "bool": "bool", "float": "float", "double": "float", "half": "float", "bfloat16": "float", "float32": "float",
+    "float64": "float", "float16": "float", "long": "int", "int": "int", "short": "int", "byte": "int",
+    "char": "int", "int64": "int", "int32": "int", "int16": "int", "int8": "int", "uint8": "int",
+}  # fmt: skip
+PARTIAL = frozenset({"partial", "partialmethod"})
+# Library calls that return the function they are given, mapped or compiled: calling the result runs it on the
+# same arguments (torch.vmap, torch.func.vmap, functorch.vmap, torch.compile, torch.jit.script, functools.wraps(f)).
+WRAPPERS = frozenset({"vmap", "compile", "script", "jit", "checkpoint_wrapper", "update_wrapper"})
 CACHING = frozenset({"functools.lru_cache", "functools.cache", "functools.cached_property"})
 BUILTINS = frozenset(
     {"range", "len", "enumerate", "zip", "map", "getattr", "setattr", "delattr", "exec", "eval", "compile",

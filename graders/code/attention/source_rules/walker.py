@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from graders.code.attention.source_rules.values import (
@@ -23,6 +23,20 @@ from graders.code.attention.source_rules.values import (
 class Function:
     node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
     scope: Scope
+
+
+@dataclass
+class ClassInfo:
+    """A class of the file: its methods (own and inherited from classes of the file) and attributes set on it.
+
+    ``attrs`` joins every value assigned to ``self.<name>`` (or ``<Class>.<name>``) anywhere, so a method reads what
+    ``__init__`` stored; ``kinds`` says which methods are static or class methods (how their first argument binds).
+    """
+
+    name: str
+    methods: dict[str, int] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    attrs: dict[str, Val] = field(default_factory=dict)
 
 
 class Scope:
@@ -59,6 +73,7 @@ class Walker:
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             raise SourceUnreadable(f"the source could not be parsed ({type(exc).__name__})") from None
         self.functions: list[Function] = []
+        self.classes: list[ClassInfo] = []
         self.patches: dict[str, Val] = {}
         self.star_imports: list[str] = []
         self.module = Scope(None, module=True)
@@ -189,4 +204,7 @@ class Walker:
         raise NotImplementedError  # expressions.py
 
     def _call_function(self, index: int, args: list[Val], kwargs: dict[str, Val], *, line: int) -> Val:
+        raise NotImplementedError  # calls.py
+
+    def _member(self, owner: Val, attr: str) -> Val | None:
         raise NotImplementedError  # calls.py

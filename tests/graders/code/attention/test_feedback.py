@@ -45,6 +45,12 @@ CASES = [
     (gradient_check, "mutants/q5/inplace_mutation.py", "your function modifies its inputs in place"),
     (gradient_check, "mutants/q5/inplace_hidden_from_probe.py", "your function modifies its inputs in place"),
     (determinism_check, "mutants/q5/dropout_left_on.py", "two calls with the same inputs gave different"),
+    (masking_check, "mutants/q5/causal_bottom_right.py", "aligned to the bottom-right"),
+    (masking_check, "mutants/q5/causal_square_mask.py", "weights on masked keys must be exactly 0"),
+    (empty_row_check, "mutants/q5/causal_bottom_right.py", "causal, Tq=3, Tk=6, key 0 invalid"),
+    (gradient_check, "mutants/q5/causal_square_mask.py", "causal, Tq=3, Tk=5"),
+    (stability_check, "mutants/q5/exp_before_mask.py", "over the allowed keys only"),
+    (stability_check, "mutants/q5/renormalised_softmax.py", "a masked key may hold the row's largest score"),
 ]
 
 
@@ -82,7 +88,7 @@ def test_a_correct_solution_passes_and_the_category_is_fixed(proxy_for, builder)
 def test_partial_credit_counts_the_cases_that_passed(proxy_for):
     with pytest.raises(CheckFailed) as failed:
         masking_check()(proxy_for("mutants/q5/causal_wrong_triangle.py"))
-    assert failed.value.score_fraction == 0.5  # key_valid cases pass, causal ones fail
+    assert failed.value.score_fraction == 2 / 7  # the 2 key_valid cases pass, the 5 causal ones fail
 
 
 def test_only_the_visible_check_shows_inputs(proxy_for):

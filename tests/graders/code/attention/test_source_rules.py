@@ -81,6 +81,7 @@ def test_q7_solutions_follow_every_rule(path):
         ("q5/seeded_random_key_order.py", "scaled_attention", {"no_random"}),
         ("q5/dropout_left_on.py", "scaled_attention", {"no_random"}),
         ("q5/memoised_outputs.py", "scaled_attention", {"no_state"}),
+        ("q5/mask_flipped_in_place.py", "scaled_attention", {"no_inplace"}),
         ("q6/loop_is_batched_with_sleep.py", "attention_loop", {r.key for r in LOOP_RULES}),
         ("q6/loop_calls_softmax.py", "attention_loop", {"no_library_softmax"}),
         ("q6/loop_full_scores_first.py", "attention_loop", {"loop_per_query", "no_full_scores"}),
@@ -545,3 +546,217 @@ def test_adversarial_sources_cost_little_on_the_trusted_side():
         assert time.perf_counter() - start < 5
         assert isinstance(found, str) or found.entry_found
     assert "too complex" in str(findings_for(many_branches, "scaled_attention", ATTENTION_ARGS))
+
+
+# ------------------------------------------------- classes, forward, partial, vmap: seen, in both directions
+Q5_HEAD = HEAD + "from torch import nn\nimport functools\n"
+VALIDATE = """
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise ValueError("4-D")
+"""
+STYLES = {
+    "an nn.Module's forward, called on an instance": """
+class Attn(nn.Module):
+    def forward(self, q, k, v):
+        {body}
+
+ATTN = Attn()
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    return ATTN(q, k, v)
+""",
+    "a module built per call, __init__ storing a helper, a method of a base class": """
+class Base:
+    def run(self, q, k, v):
+        {body}
+
+class Attn(Base):
+    def __init__(self, scale):
+        self.scale = scale
+        self.inner = Base()
+
+    def __call__(self, q, k, v):
+        return self.inner.run(q, k, v)
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    return Attn(0.5)(q, k, v)
+""",
+    "a static method called on the class": """
+class Ops:
+    @staticmethod
+    def attend(q, k, v):
+        {body}
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    return Ops.attend(q, k, v)
+""",
+    "a class method called on an instance": """
+class Ops:
+    @classmethod
+    def attend(cls, q, k, v):
+        {body}
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    return Ops().attend(q, k, v)
+""",
+    "functools.partial of a helper": """
+def _attend(scale, q, k, v):
+    {body}
+
+attend = functools.partial(_attend, 0.5)
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    return attend(q, k, v)
+""",
+    "torch.vmap of a helper, twice": """
+def _attend(q, k, v):
+    {body}
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    return torch.vmap(torch.vmap(_attend))(q, k, v)
+""",
+    "functools.partial of a class whose __init__ takes the bound argument": """
+class Attn:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def forward(self, q, k, v):
+        {body}
+
+    __call__ = forward
+
+make = functools.partial(Attn, 0.5)
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    return make()(q, k, v)
+""",
+    "torch.func.vmap with in_dims, stored at module level": """
+def _attend(q, k, v):
+    {body}
+
+MAPPED = torch.func.vmap(_attend, in_dims=(0, 0, 0))
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    return MAPPED(q, k, v)
+""",
+}
+GOOD_BODY = "w = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), -1)\nreturn w @ v, w"
+BAD_BODIES = {
+    # (body, the rule it breaks)
+    "broadcast products": (
+        "w = (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1).softmax(-1)\n"
+        "return (w.unsqueeze(-1) * v.unsqueeze(-3)).sum(-2), w",
+        "matrix_products",
+    ),
+    "a loop over the queries": (
+        "rows = [torch.softmax(q[..., i, :] @ k.mT, -1) for i in range(q.shape[-2])]\nw = torch.stack(rows, -2)\n"
+        "return w @ v, w",
+        "no_elementwise_loops",
+    ),
+    "an input scaled in place": ("q /= 2\nw = torch.softmax(q @ k.mT, -1)\nreturn w @ v, w", "no_inplace"),
+    "dropout": ("w = torch.dropout(torch.softmax(q @ k.mT, -1), 0.1, True)\nreturn w @ v, w", "no_random"),
+}
+
+
+def styled(style: str, body: str) -> str:
+    """The style's template with ``body`` (lines without indentation) indented where ``{body}`` stands."""
+    template = STYLES[style]
+    indent = template.split("{body}")[0].rsplit("\n", 1)[-1]
+    return Q5_HEAD + template.replace("{body}", ("\n" + indent).join(body.split("\n")))
+
+
+@pytest.mark.parametrize("style", list(STYLES))
+def test_matrix_products_in_classes_partials_and_vmap_are_seen(style):
+    """Item 4 of issue 23: such code lost the matrix_products points though the prompt allows it."""
+    assert q5(styled(style, GOOD_BODY)) == set()
+
+
+@pytest.mark.parametrize("bad", list(BAD_BODIES))
+@pytest.mark.parametrize("style", list(STYLES))
+def test_the_same_styles_still_break_the_rules_they_break(style, bad):
+    body, rule = BAD_BODIES[bad]
+    assert rule in q5(styled(style, body))
+
+
+def test_state_kept_on_a_module_level_instance_is_state():
+    source = (
+        Q5_HEAD
+        + """
+class Attn(nn.Module):
+    def forward(self, q, k, v):
+        w = torch.softmax(q @ k.mT, -1)
+        self.last = w @ v
+        return self.last, w
+
+ATTN = Attn()
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    return ATTN(q, k, v)
+"""
+    )
+    assert q5(source) == {"no_state"}
+    per_call = source.replace("return ATTN(q, k, v)", "return Attn()(q, k, v)")
+    assert q5(per_call) == set()
+
+
+def test_a_partial_of_a_library_product_is_a_product():
+    source = (
+        Q5_HEAD
+        + """
+scores = functools.partial(torch.einsum, "bhqd,bhkd->bhqk")
+mix = functools.partial(torch.matmul)
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    w = scores(q, k).softmax(-1)
+    return mix(w, v), w
+"""
+    )
+    assert q5(source) == set()
+
+
+# --------------------------------------------------------------------- in place through casts that may alias
+@pytest.mark.parametrize(
+    "body",
+    [
+        "m = key_valid.bool()\n    m.logical_not_()",  # bool mask: .bool() returns the caller's tensor
+        "m = key_valid.to(torch.bool)\n    m[:, 0] = True",
+        "m = torch.as_tensor(key_valid)\n    m &= True",
+        "m = key_valid.to(dtype=torch.bool)\n    m.fill_(True)",
+        "x = q.to(q.dtype)\n    x.mul_(2)",
+        "x = q.double()\n    x /= 2",  # q may already be float64
+    ],
+)
+def test_in_place_changes_through_casts_that_may_return_the_input_are_refused(body):
+    source = HEAD + f"def scaled_attention(q, k, v, key_valid=None, causal=False):\n    {body}\n    return q, k\n"
+    assert "no_inplace" in q5(source)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "m = key_valid.float()\n    m[m == 0] = float('-inf')",  # a bool mask cast to float is a copy
+        "m = key_valid.to(q.dtype)\n    m.sub_(1.0)",
+        "m = key_valid.long()\n    m *= 2",
+        "m = key_valid.to(torch.float32)\n    m.mul_(-1e9)",
+        "x = q.bool()\n    x.logical_not_()",  # floating q cast to bool is a copy
+    ],
+)
+def test_in_place_changes_of_cast_copies_are_fine(body):
+    source = HEAD + f"def scaled_attention(q, k, v, key_valid=None, causal=False):\n    {body}\n    return q, k\n"
+    assert "no_inplace" not in q5(source)
+
+
+def test_an_instance_that_calls_itself_forever_is_too_complex_not_a_crash():
+    source = (
+        Q5_HEAD
+        + """
+class A:
+    def __init__(self):
+        self.forward = self
+
+def scaled_attention(q, k, v, key_valid=None, causal=False):
+    return A()(q), q
+"""
+    )
+    found = findings_for(source, "scaled_attention", ATTENTION_ARGS)
+    assert isinstance(found, str) and "too complex" in found
