@@ -186,11 +186,16 @@ def left_out_notice(source: str) -> str | None:
     """One sentence for the student naming the IPython lines that were not graded, or None when there were none."""
     if not is_notebook_source(source):
         return None
-    left_out = [
-        (*(cell_of_line(source, n) or (0, 0)), line.split(LEFT_OUT, 1)[1])
-        for n, line in enumerate(source.split("\n"), start=1)
-        if LEFT_OUT in line
-    ]
+    left_out: list[tuple[int, int, str]] = []
+    cell, line_in_cell = 0, 0
+    for line in source.split("\n"):  # one pass: the source may hold many thousands of lines
+        marker = _MARKER_LINE.match(line)
+        if marker:
+            cell, line_in_cell = int(marker.group(1)), 0
+            continue
+        line_in_cell += 1
+        if LEFT_OUT in line:
+            left_out.append((cell, line_in_cell, line.split(LEFT_OUT, 1)[1]))
     if not left_out:
         return None
     shown = "; ".join(f"cell {cell}, line {line}: {text[:80]}" for cell, line, text in left_out[:10])
