@@ -15,6 +15,7 @@ from app import disk_space
 from app.access_log import AccessLog
 from app.config import Settings, get_settings
 from app.courses.router import router as courses_router
+from app.deps import get_principal
 from app.error_format import ServerErrors, install_error_handlers, install_openapi
 from app.gradebook.router import router as gradebook_router
 from app.limits import BodySizeLimit, RefuseNul
@@ -165,7 +166,7 @@ def create_app(
     app.add_middleware(SecurityHeaders)
     install_error_handlers(app)
     install_rate_limit_handler(app)
-    install_openapi(app)
+    install_openapi(app, authenticate=get_principal)
 
     api = APIRouter(prefix="/api/v1")
     api.include_router(users_router)
