@@ -32,7 +32,7 @@ from app.security_headers import SecurityHeaders
 from app.submissions.events import GradeEvents, RedisRelay
 from app.submissions.router import router as submissions_router
 from app.users.password_checks import PasswordChecks
-from app.users.router import router as users_router
+from app.api.users import router as users_router
 from app.web.too_large import HtmlTooLarge
 from app.web.trial_jobs import trial_jobs
 from app.web.upload_jobs import upload_jobs
