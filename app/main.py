@@ -14,7 +14,7 @@ from starlette.types import Scope
 from app import disk_space
 from app.access_log import AccessLog
 from app.config import Settings, get_settings
-from app.courses.router import router as courses_router
+from app.api.courses import router as courses_router
 from app.deps import get_principal
 from app.error_format import ServerErrors, install_error_handlers, install_openapi
 from app.gradebook.router import router as gradebook_router
