@@ -30,7 +30,7 @@ from app.ratelimit.service import build_limiter
 from app.request_id import RequestIdMiddleware
 from app.security_headers import SecurityHeaders
 from app.submissions.events import GradeEvents, RedisRelay
-from app.submissions.router import router as submissions_router
+from app.api.submissions import router as submissions_router
 from app.users.password_checks import PasswordChecks
 from app.api.users import router as users_router
 from app.web.too_large import HtmlTooLarge

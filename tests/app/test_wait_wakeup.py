@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.problemsets import service as sets
-from app.submissions import router as submissions_router
+from app.api import submissions as submissions_router
 from app.submissions.events import GradeEvents
 from tests.conftest import FIXTURE_SETS
 
