@@ -17,7 +17,7 @@ from app.config import Settings, get_settings
 from app.api.courses import router as courses_router
 from app.deps import get_principal
 from app.error_format import ServerErrors, install_error_handlers, install_openapi
-from app.gradebook.router import router as gradebook_router
+from app.api.gradebook import router as gradebook_router
 from app.limits import BodySizeLimit, RefuseNul
 from app.lti.router import router as lti_router
 from app.lti.sender import PassbackSender
