@@ -19,7 +19,7 @@ from app.deps import get_principal
 from app.error_format import ServerErrors, install_error_handlers, install_openapi
 from app.api.gradebook import router as gradebook_router
 from app.limits import BodySizeLimit, RefuseNul
-from app.lti.router import router as lti_router
+from app.api.lti import router as lti_router
 from app.lti.sender import PassbackSender
 from app.metrics import registry as metrics
 from app.metrics.router import router as metrics_router
