@@ -36,8 +36,8 @@ from app.api.users import router as users_router
 from app.web.too_large import HtmlTooLarge
 from app.web.trial_jobs import trial_jobs
 from app.web.upload_jobs import upload_jobs
-from app.webhooks.router import offering_router as offering_webhooks_router
-from app.webhooks.router import router as webhooks_router
+from app.api.webhooks import offering_router as offering_webhooks_router
+from app.api.webhooks import router as webhooks_router
 from app.webhooks.sender import WebhookSender
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.outbox import BrokerOutbox, broker_answers
