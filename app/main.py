@@ -22,7 +22,7 @@ from app.limits import BodySizeLimit, RefuseNul
 from app.api.lti import router as lti_router
 from app.lti.sender import PassbackSender
 from app.metrics import registry as metrics
-from app.metrics.router import router as metrics_router
+from app.api.metrics import router as metrics_router
 from app.api.problemsets import router as problemsets_router
 from app.problemsets.set_loader import SetLoader
 from app.ratelimit.errors import install_handler as install_rate_limit_handler

@@ -114,7 +114,7 @@ def worker(
         # A separate bind, not the API's token-protected route: keep it on a private interface.
         from prometheus_client import start_http_server
 
-        from app.metrics.router import process_registry
+        from app.api.metrics import process_registry
 
         start_http_server(settings.worker_metrics_port, settings.worker_metrics_host, registry=process_registry())
     slots = concurrency or max(1, settings.workers)
