@@ -13,31 +13,31 @@ from starlette.types import Scope
 
 from app import disk_space
 from app.access_log import AccessLog
-from app.config import Settings, get_settings
 from app.api.courses import router as courses_router
-from app.deps import get_principal
-from app.error_format import ServerErrors, install_error_handlers, install_openapi
 from app.api.gradebook import router as gradebook_router
-from app.limits import BodySizeLimit, RefuseNul
 from app.api.lti import router as lti_router
-from app.lti.sender import PassbackSender
-from app.metrics import registry as metrics
 from app.api.metrics import router as metrics_router
 from app.api.problemsets import router as problemsets_router
+from app.api.submissions import router as submissions_router
+from app.api.users import router as users_router
+from app.api.webhooks import offering_router as offering_webhooks_router
+from app.api.webhooks import router as webhooks_router
+from app.config import Settings, get_settings
+from app.deps import get_principal
+from app.error_format import ServerErrors, install_error_handlers, install_openapi
+from app.limits import BodySizeLimit, RefuseNul
+from app.lti.sender import PassbackSender
+from app.metrics import registry as metrics
 from app.problemsets.set_loader import SetLoader
 from app.ratelimit.errors import install_handler as install_rate_limit_handler
 from app.ratelimit.service import build_limiter
 from app.request_id import RequestIdMiddleware
 from app.security_headers import SecurityHeaders
 from app.submissions.events import GradeEvents, RedisRelay
-from app.api.submissions import router as submissions_router
 from app.users.password_checks import PasswordChecks
-from app.api.users import router as users_router
 from app.web.too_large import HtmlTooLarge
 from app.web.trial_jobs import trial_jobs
 from app.web.upload_jobs import upload_jobs
-from app.api.webhooks import offering_router as offering_webhooks_router
-from app.api.webhooks import router as webhooks_router
 from app.webhooks.sender import WebhookSender
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.outbox import BrokerOutbox, broker_answers

@@ -7,9 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fastapi.testclient import TestClient
 
+from app.api import submissions as submissions_router
 from app.main import create_app
 from app.problemsets import service as sets
-from app.api import submissions as submissions_router
 from app.submissions.events import GradeEvents
 from tests.conftest import FIXTURE_SETS
 

@@ -13,10 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.api.metrics import process_registry
 from app.config import Settings
 from app.errors import Invalid
 from app.main import create_app
-from app.api.metrics import process_registry
 from app.users import service as users
 from app.users.models import User
 from tests.app.test_visibility_and_failures import wait_graded
