@@ -33,11 +33,11 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from app.config import Settings
-from app.courses.penalties import grading_penalties
 from app.db import utcnow
 from app.lti.passback import queue_score
 from app.problemsets.service import loaded_version
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
+from app.submissions.penalties import grading_penalties
 from app.webhooks.service import enqueue_event
 from app.worker import observe
 from app.worker.grading import GradingJob, job_labels, result_rows
