@@ -16,9 +16,9 @@ from app.courses.models import Assignment
 from app.courses.policy import policy_for
 from app.db import utcnow
 from app.errors import NotFound
-from app.gradebook.attempts import best_attempts, columns, load_attempts
 from app.lti.models import LtiContext, LtiPassback, LtiPlatform, LtiResourceLink, LtiUser
 from app.problemsets.service import spec_of
+from app.submissions.attempts import best_attempts, columns, load_attempts
 from app.users.models import User
 
 FULLY_GRADED, PENDING_MANUAL, PENDING = "FullyGraded", "PendingManual", "Pending"
