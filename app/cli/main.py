@@ -64,8 +64,8 @@ def serve(
     import uvicorn
 
     from app import server_limits
+    from app.courses.accounts import ensure_first_accounts
     from app.main import create_app
-    from app.users.service import ensure_first_accounts
     from app.worker.code_grader import LazyCodeGrader
 
     settings = settings_or_exit()

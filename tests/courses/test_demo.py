@@ -5,11 +5,11 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.courses.access import access_for
+from app.courses.accounts import ensure_first_accounts
 from app.courses.models import Course
 from app.courses.service import members, visible_assignments
 from app.problemsets import service as sets
 from app.users.models import User
-from app.users.service import ensure_first_accounts
 from tests.conftest import REPO
 
 

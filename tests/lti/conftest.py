@@ -20,11 +20,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import Settings
+from app.courses import accounts
 from app.lti import registration
 from app.lti.keys import KeyStore
 from app.lti.models import LtiUser
 from app.main import create_app
-from app.users import service as users
 from app.users.models import Role
 from tests.app.conftest import basic_set  # noqa: F401
 from tests.lti.platform import PlatformServer, TestPlatform
@@ -64,7 +64,9 @@ def lti_client(lti_settings: Settings, platform: TestPlatform, sessions) -> Iter
         )  # fmt: skip
         # The LMS's instructor t-1 is linked to an instructor account of ours that teaches the demo offering (where
         # the fixture sets are): that is what lets their launches bring a set into the LMS course.
-        teacher, _ = users.create_user(session, email="prof@uni.example", role=Role.INSTRUCTOR, display_name="Ada Prof")
+        teacher, _ = accounts.create_user(
+            session, email="prof@uni.example", role=Role.INSTRUCTOR, display_name="Ada Prof"
+        )
         session.add(LtiUser(issuer=platform.issuer, sub="t-1", user_id=teacher.id))
         session.commit()
     with TestClient(create_app(lti_settings)) as client:
