@@ -23,6 +23,7 @@ from app.api.users import router as users_router
 from app.api.webhooks import offering_router as offering_webhooks_router
 from app.api.webhooks import router as webhooks_router
 from app.config import Settings, get_settings
+from app.courses.service import default_assignment
 from app.deps import get_principal
 from app.error_format import ServerErrors, install_error_handlers, install_openapi
 from app.limits import BodySizeLimit, RefuseNul
@@ -76,7 +77,13 @@ def create_app(
     passback = PassbackSender(settings, runtime.session_factory) if embedded else None  # LMS grades, likewise
     # With the grading sandbox: the gate's gradings take turns with the students' for its slots.
     loader = (
-        SetLoader(settings, runtime.session_factory, runtime.code_grader, write_gate=runtime.write_gate)
+        SetLoader(
+            settings,
+            runtime.session_factory,
+            runtime.code_grader,
+            assign=default_assignment,
+            write_gate=runtime.write_gate,
+        )
         if load_sets
         else None
     )

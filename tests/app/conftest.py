@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.courses import accounts as account_service
+from app.courses import course_sets
 from app.courses.access import access_for
 from app.main import create_app
-from app.problemsets import service as sets
 from app.submissions import service as submissions
 from app.submissions.models import Submission
 from app.users.models import Role, User
@@ -50,7 +50,7 @@ def accounts(sessions) -> dict[str, Account]:  # type: ignore[no-untyped-def]
 @pytest.fixture
 def basic_set(sessions) -> str:  # type: ignore[no-untyped-def]
     with sessions() as session:
-        sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
         session.commit()
     return "basic"
 

@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 
 from app.config import Settings
+from app.courses import course_sets
 from app.main import create_app
-from app.problemsets import service as sets
 from app.problemsets import storage
 from app.problemsets.models import ProblemSetVersion
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
@@ -149,7 +149,7 @@ def test_a_failed_inline_grading_is_left_queued_for_the_workers(client, accounts
 
 def test_a_code_submission_still_goes_to_the_workers(settings, accounts, sessions):  # type: ignore[no-untyped-def]
     with sessions() as session:
-        sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
         session.commit()
     inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
     with sessions() as session:

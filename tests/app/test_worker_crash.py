@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
-from app.courses import accounts
+from app.courses import accounts, course_sets
 from app.courses.access import access_for
 from app.db import make_engine, make_session_factory
-from app.problemsets import service as sets
 from app.submissions import service as submissions
 from app.submissions.models import Status, Submission
 from app.users.models import Role
@@ -65,7 +64,7 @@ def test_killed_worker_resumes_after_restart(tmp_path: Path) -> None:
     upgrade(settings.resolved_database_url)
     sessions = make_session_factory(make_engine(settings.resolved_database_url))
     with sessions() as session:
-        sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
         user, _ = accounts.create_user(session, email="s@example.com", role=Role.STUDENT)
         session.commit()
         sub, _ = submissions.create(

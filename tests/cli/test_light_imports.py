@@ -24,12 +24,11 @@ import pytest
 import uvicorn
 
 from app.config import Settings
-from app.courses import accounts
+from app.courses import accounts, course_sets
 from app.courses import service as courses
 from app.db import make_engine, make_session_factory
 from app.main import create_app
 from app.migrate import upgrade
-from app.problemsets import service as sets
 from app.users.models import Role
 from tests.conftest import FIXTURE_SETS, REPO
 
@@ -88,7 +87,7 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Place]:
         _, token = accounts.create_token(session, user=student, name="ci", scopes=["submit"])
         course = courses.create_course(session, slug="light", title="Light")
         offering = courses.create_offering(session, course=course, slug="2027", title="2027")
-        sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
         session.commit()
         offering_id = offering.id
     engine.dispose()
