@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,18 @@ def test_contracts_catch_an_upward_import(tmp_path: Path, module: str, bad_impor
     assert result.returncode != 0
     broken = [line for line in result.stdout.splitlines() if line.endswith("BROKEN")]
     assert any(line.startswith(contract) for line in broken), result.stdout
+
+
+def test_every_part_of_app_has_its_floor() -> None:
+    """A package or module of app/ left out of the layers would be free to import anything, and a cycle through it
+    would go unseen: each one is named on a floor of app-layers."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "app-layers"]
+    named = {name.strip() for floor in contract["layers"] for name in floor.split("|")}
+    parts = {
+        f"app.{path.stem}"
+        for path in (REPO / "app").iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").is_file()
+    }
+    assert parts - named == set(), "not on any floor of app-layers"
+    assert named - parts == set(), "named in app-layers but not in app/"
