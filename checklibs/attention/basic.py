@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from graders.code.attention.calling import call_attention
-from graders.code.attention.compare import compare
-from graders.code.attention.inputs import AttentionCase, random_case
-from graders.code.attention.reference import reference_attention
-from graders.code.checks import CheckFailed, CheckFunc, StudentProxy, check, spec_of
+from checklibs.attention.calling import call_attention
+from checklibs.attention.compare import compare
+from checklibs.attention.inputs import AttentionCase, random_case
+from checklibs.attention.reference import reference_attention
+from graders.code.check_api import CheckFailed, CheckFunc, StudentProxy, check, spec_of
 
 NEEDS_BASIC = "these points need correct results on a basic case first"
 # Lenient on purpose: the probe asks "does it compute attention at all"; precision is judged by other checks.

@@ -12,10 +12,16 @@ from typing import Any
 
 from torch import Tensor
 
-from graders.code.attention.inputs import AttentionCase
-from graders.code.checks import CheckFailed, GraderWordedError, StudentError, StudentProxy
-from graders.code.sanitise import exception_name, raised
-from graders.results import Visibility
+from checklibs.attention.inputs import AttentionCase
+from graders.code.check_api import (
+    CheckFailed,
+    GraderWordedError,
+    StudentError,
+    StudentProxy,
+    Visibility,
+    exception_name,
+    raised,
+)
 
 INPLACE_AUTOGRAD = "a leaf Variable that requires grad is being used in an in-place operation"
 INPLACE_MESSAGE = (

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import torch
 
-from graders.code.attention.basic import attention_probe, gate, no_probe
-from graders.code.attention.calling import call_attention, is_visible
-from graders.code.attention.inputs import random_case
-from graders.code.checks import CheckFailed, CheckFunc, StudentProxy, check
+from checklibs.attention.basic import attention_probe, gate, no_probe
+from checklibs.attention.calling import call_attention, is_visible
+from checklibs.attention.inputs import random_case
+from graders.code.check_api import CheckFailed, CheckFunc, StudentProxy, check
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:

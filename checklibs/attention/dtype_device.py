@@ -13,12 +13,12 @@ from functools import partial
 
 import torch
 
-from graders.code.attention.basic import attention_probe, gate, no_probe
-from graders.code.attention.calling import as_pair, is_visible, student_raised
-from graders.code.attention.compare import dtype_name
-from graders.code.attention.inputs import AttentionCase, random_case
-from graders.code.attention.tally import Tally
-from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, check
+from checklibs.attention.basic import attention_probe, gate, no_probe
+from checklibs.attention.calling import as_pair, is_visible, student_raised
+from checklibs.attention.compare import dtype_name
+from checklibs.attention.inputs import AttentionCase, random_case
+from checklibs.attention.tally import Tally
+from graders.code.check_api import CheckFailed, CheckFunc, StudentError, StudentProxy, check
 
 
 def dtype_cases() -> list[AttentionCase]:

@@ -6,11 +6,11 @@ from functools import partial
 
 import torch
 
-from graders.code.attention.basic import attention_probe, gate, no_probe
-from graders.code.attention.calling import as_pair, is_visible, student_message
-from graders.code.attention.inputs import AttentionCase, random_case
-from graders.code.attention.tally import Tally
-from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, check
+from checklibs.attention.basic import attention_probe, gate, no_probe
+from checklibs.attention.calling import as_pair, is_visible, student_message
+from checklibs.attention.inputs import AttentionCase, random_case
+from checklibs.attention.tally import Tally
+from graders.code.check_api import CheckFailed, CheckFunc, StudentError, StudentProxy, check
 
 
 def empty_row_cases() -> list[AttentionCase]:

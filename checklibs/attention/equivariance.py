@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from graders.code.attention.basic import attention_probe, gate, no_probe
-from graders.code.attention.calling import call_attention, is_visible
-from graders.code.attention.compare import compare
-from graders.code.attention.inputs import AttentionCase, generator, key_valid_mask, permutation, randn
-from graders.code.checks import CheckFailed, CheckFunc, StudentProxy, check
+from checklibs.attention.basic import attention_probe, gate, no_probe
+from checklibs.attention.calling import call_attention, is_visible
+from checklibs.attention.compare import compare
+from checklibs.attention.inputs import AttentionCase, generator, key_valid_mask, permutation, randn
+from graders.code.check_api import CheckFailed, CheckFunc, StudentProxy, check
 
 RTOL, ATOL = 1e-7, 1e-9
 

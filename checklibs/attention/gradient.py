@@ -12,12 +12,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from graders.code.attention.calling import as_pair, check_pair_shapes, is_visible, student_raised
-from graders.code.attention.compare import compare, dtype_name
-from graders.code.attention.inputs import AttentionCase, generator, randn, random_case
-from graders.code.attention.reference import reference_attention
-from graders.code.attention.tally import Tally
-from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, check
+from checklibs.attention.calling import as_pair, check_pair_shapes, is_visible, student_raised
+from checklibs.attention.compare import compare, dtype_name
+from checklibs.attention.inputs import AttentionCase, generator, randn, random_case
+from checklibs.attention.reference import reference_attention
+from checklibs.attention.tally import Tally
+from graders.code.check_api import CheckFailed, CheckFunc, StudentError, StudentProxy, check
 
 RTOL, ATOL = 1e-7, 1e-9
 INPUTS = ("q", "k", "v")

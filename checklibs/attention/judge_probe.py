@@ -9,10 +9,10 @@ so the probe cannot be told apart from a graded run.
 
 from __future__ import annotations
 
-from graders.code.attention.basic import Probe
-from graders.code.attention.layers import LAYERS
-from graders.code.attention.student_test_judge import judge
-from graders.code.checks import CheckFailed, StudentProxy
+from checklibs.attention.basic import Probe
+from checklibs.attention.layers import LAYERS
+from checklibs.attention.student_test_judge import judge
+from graders.code.check_api import CheckFailed, StudentProxy
 
 
 def basic_layers_probe(entry: str = "test_permutation_equivariance", *, visible: bool = False) -> Probe:

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from graders.code.checks import ArgumentRejected, TrustedFunction
+from graders.code.check_api import ArgumentRejected, TrustedFunction
 
 # What one call may ask of the trusted side (it runs there, on the grader's CPU and memory).
 MAX_BATCH, MAX_TOKENS, MAX_FEATURES = 32, 128, 256

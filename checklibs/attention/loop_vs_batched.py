@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 
 import torch
 
-from graders.code.attention.basic import attention_probe, gate, no_probe
-from graders.code.attention.calling import call_attention, is_visible
-from graders.code.attention.compare import compare
-from graders.code.attention.inputs import AttentionCase, generator, randn, random_case
-from graders.code.attention.jail_sources import REFERENCE_BATCHED_NAME, REFERENCE_BATCHED_SOURCE
-from graders.code.attention.sequential import Plan, Sample, Steps, decide
-from graders.code.attention.timing import PLAN, Args, Expected, VerifiedCalls, fresh_seed, one_thread
-from graders.code.checks import CheckFailed, CheckFunc, StudentProxy, check
+from checklibs.attention.basic import attention_probe, gate, no_probe
+from checklibs.attention.calling import call_attention, is_visible
+from checklibs.attention.compare import compare
+from checklibs.attention.inputs import AttentionCase, generator, randn, random_case
+from checklibs.attention.jail_sources import REFERENCE_BATCHED_NAME, REFERENCE_BATCHED_SOURCE
+from checklibs.attention.sequential import Plan, Sample, Steps, decide
+from checklibs.attention.timing import PLAN, Args, Expected, VerifiedCalls, fresh_seed, one_thread
+from graders.code.check_api import CheckFailed, CheckFunc, StudentProxy, check
 
 
 def agreement_check(

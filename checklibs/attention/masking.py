@@ -12,12 +12,12 @@ from functools import partial
 import torch
 from torch import Tensor
 
-from graders.code.attention.calling import call_attention, is_visible
-from graders.code.attention.compare import compare, first_index, is_close, magnitude, nonfinite_problem
-from graders.code.attention.inputs import AttentionCase, random_case
-from graders.code.attention.reference import allowed_keys, masked_softmax, reference_attention, scaled_scores
-from graders.code.attention.tally import Tally
-from graders.code.checks import CheckFailed, CheckFunc, StudentProxy, check
+from checklibs.attention.calling import call_attention, is_visible
+from checklibs.attention.compare import compare, first_index, is_close, magnitude, nonfinite_problem
+from checklibs.attention.inputs import AttentionCase, random_case
+from checklibs.attention.reference import allowed_keys, masked_softmax, reference_attention, scaled_scores
+from checklibs.attention.tally import Tally
+from graders.code.check_api import CheckFailed, CheckFunc, StudentProxy, check
 
 RTOL, ATOL = 1e-6, 1e-9
 

@@ -85,8 +85,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from graders.code.attention.basic import Probe, gate, no_probe
-from graders.code.attention.source_rules import (
+from checklibs.attention.basic import Probe, gate, no_probe
+from checklibs.attention.source_rules import (
     LAYER,
     MASK,
     PERM,
@@ -100,9 +100,8 @@ from graders.code.attention.source_rules import (
     last_name,
     tensor_arg,
 )
-from graders.code.attention.tally import Tally
-from graders.code.checks import CheckFailed, CheckFunc, StudentProxy, check
-from graders.code.proxy import CheckUsageError
+from checklibs.attention.tally import Tally
+from graders.code.check_api import CheckFailed, CheckFunc, CheckUsageError, StudentProxy, check
 
 Judge = Callable[[Findings, str], "str | None"]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from graders.code.attention.calling import call_attention
-from graders.code.attention.compare import compare, is_close
-from graders.code.attention.inputs import example_2x2
-from graders.code.attention.reference import reference_attention
-from graders.code.checks import CheckFailed, CheckFunc, StudentProxy, check
+from checklibs.attention.calling import call_attention
+from checklibs.attention.compare import compare, is_close
+from checklibs.attention.inputs import example_2x2
+from checklibs.attention.reference import reference_attention
+from graders.code.check_api import CheckFailed, CheckFunc, StudentProxy, check
 
 RTOL, ATOL = 1e-6, 1e-9
 

@@ -7,12 +7,12 @@ from functools import partial
 import torch
 from torch import Tensor
 
-from graders.code.attention.calling import call_attention, check_pair_shapes, is_visible
-from graders.code.attention.compare import compare, is_close
-from graders.code.attention.inputs import AttentionCase, random_case
-from graders.code.attention.reference import reference_attention
-from graders.code.attention.tally import Tally
-from graders.code.checks import CheckFailed, CheckFunc, StudentProxy, check
+from checklibs.attention.calling import call_attention, check_pair_shapes, is_visible
+from checklibs.attention.compare import compare, is_close
+from checklibs.attention.inputs import AttentionCase, random_case
+from checklibs.attention.reference import reference_attention
+from checklibs.attention.tally import Tally
+from graders.code.check_api import CheckFailed, CheckFunc, StudentProxy, check
 
 RTOL, ATOL = 1e-6, 1e-9
 

@@ -11,12 +11,12 @@ from functools import partial
 
 import torch
 
-from graders.code.attention.calling import call_attention, is_visible
-from graders.code.attention.compare import compare, nonfinite_problem
-from graders.code.attention.inputs import AttentionCase, large_score_case, large_score_heads_case
-from graders.code.attention.reference import reference_attention, scaled_scores
-from graders.code.attention.tally import Tally
-from graders.code.checks import CheckFailed, CheckFunc, StudentProxy, check
+from checklibs.attention.calling import call_attention, is_visible
+from checklibs.attention.compare import compare, nonfinite_problem
+from checklibs.attention.inputs import AttentionCase, large_score_case, large_score_heads_case
+from checklibs.attention.reference import reference_attention, scaled_scores
+from checklibs.attention.tally import Tally
+from graders.code.check_api import CheckFailed, CheckFunc, StudentProxy, check
 
 # The expected weights are exact (inputs.large_score_case), but a correct float32 formulation still rounds: e.g.
 # exp(s - logsumexp(s)) where logsumexp(s) ≈ 1e4 + log 2 is rounded to float32's spacing near 1e4 (~1e-3), an

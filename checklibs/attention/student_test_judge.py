@@ -12,9 +12,9 @@ would otherwise know that the third call is always layer 2).
 
 from __future__ import annotations
 
-from graders.code.attention.calling import is_visible, student_message
-from graders.code.attention.layers import LAYERS, LayerSpec, make_layers, random_order
-from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, TrustedFunction, check
+from checklibs.attention.calling import is_visible, student_message
+from checklibs.attention.layers import LAYERS, LayerSpec, make_layers, random_order
+from graders.code.check_api import CheckFailed, CheckFunc, StudentError, StudentProxy, TrustedFunction, check
 
 REJECT_HINT = (
     "A good test permutes the token axis of x AND key_valid with the same permutation, compares layer(Px, P mask) "

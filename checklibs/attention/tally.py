@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from graders.code.checks import CheckFailed
+from graders.code.check_api import CheckFailed
 
 
 class Tally:

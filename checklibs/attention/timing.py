@@ -33,13 +33,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from graders.code.attention.calling import as_pair, student_message
-from graders.code.attention.compare import compare, shape_problem
-from graders.code.attention.inputs import AttentionCase, generator, key_valid_mask, randn
-from graders.code.attention.jail_sources import REFERENCE_NAME, REFERENCE_SOURCE
-from graders.code.attention.reference import reference_attention
-from graders.code.attention.sequential import Outcome, Plan, Sample, Steps, decide
-from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, TimedCall, TimingSession, check
+from checklibs.attention.calling import as_pair, student_message
+from checklibs.attention.compare import compare, shape_problem
+from checklibs.attention.inputs import AttentionCase, generator, key_valid_mask, randn
+from checklibs.attention.jail_sources import REFERENCE_NAME, REFERENCE_SOURCE
+from checklibs.attention.reference import reference_attention
+from checklibs.attention.sequential import Outcome, Plan, Sample, Steps, decide
+from graders.code.check_api import CheckFailed, CheckFunc, StudentError, StudentProxy, TimedCall, TimingSession, check
 
 # The result of a timed function at timing sizes, against the float64 reference (float32 inputs).
 VERIFY_RTOL, VERIFY_ATOL = 1e-3, 1e-4

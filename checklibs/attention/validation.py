@@ -6,10 +6,10 @@ from functools import partial
 
 from torch import Tensor
 
-from graders.code.attention.basic import attention_probe, gate, no_probe
-from graders.code.attention.inputs import AttentionCase, generator, randn
-from graders.code.attention.tally import Tally
-from graders.code.checks import CheckFailed, CheckFunc, StudentError, StudentProxy, check
+from checklibs.attention.basic import attention_probe, gate, no_probe
+from checklibs.attention.inputs import AttentionCase, generator, randn
+from checklibs.attention.tally import Tally
+from graders.code.check_api import CheckFailed, CheckFunc, StudentError, StudentProxy, check
 
 
 def validation_cases() -> list[AttentionCase]:

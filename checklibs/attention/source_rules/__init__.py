@@ -49,8 +49,8 @@ passed. Each ``analyse`` call parses anew and keeps nothing afterwards.
 
 from __future__ import annotations
 
-from graders.code.attention.source_rules.analysis import Analysis, analyse, tensor_arg
-from graders.code.attention.source_rules.values import (
+from checklibs.attention.source_rules.analysis import Analysis, analyse, tensor_arg
+from checklibs.attention.source_rules.values import (
     LAYER,
     MASK,
     PERM,
@@ -61,7 +61,7 @@ from graders.code.attention.source_rules.values import (
     Val,
     last_name,
 )
-from graders.code.attention.source_rules.vocabulary import RANDOM_NAMES
+from checklibs.attention.source_rules.vocabulary import RANDOM_NAMES
 
 __all__ = [
     "LAYER",

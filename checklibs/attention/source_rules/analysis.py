@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from graders.code.attention.source_rules.calls import Calls
-from graders.code.attention.source_rules.expressions import Expressions
-from graders.code.attention.source_rules.statements import Statements
-from graders.code.attention.source_rules.values import Findings, SourceUnreadable, Val
+from checklibs.attention.source_rules.calls import Calls
+from checklibs.attention.source_rules.expressions import Expressions
+from checklibs.attention.source_rules.statements import Statements
+from checklibs.attention.source_rules.values import Findings, SourceUnreadable, Val
 
 
 class Analysis(Statements, Expressions, Calls):

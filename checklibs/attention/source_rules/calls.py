@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from graders.code.attention.source_rules.values import (
+from checklibs.attention.source_rules.values import (
     EMPTY,
     INPUT_KIND,
     LAYER,
@@ -21,7 +21,7 @@ from graders.code.attention.source_rules.values import (
     last_name,
     pack,
 )
-from graders.code.attention.source_rules.vocabulary import (
+from checklibs.attention.source_rules.vocabulary import (
     ALONG,
     CACHING,
     CAST_KIND,
@@ -40,7 +40,7 @@ from graders.code.attention.source_rules.vocabulary import (
     VIEWS,
     WRAPPERS,
 )
-from graders.code.attention.source_rules.walker import BudgetExceeded, Function, Scope, Walker
+from checklibs.attention.source_rules.walker import BudgetExceeded, Function, Scope, Walker
 
 
 def _cast_alias(alias: frozenset[str], name: str, args: list[Val], kwargs: dict[str, Val]) -> frozenset[str]:

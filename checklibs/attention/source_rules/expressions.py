@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from graders.code.attention.source_rules.values import (
+from checklibs.attention.source_rules.values import (
     EMPTY,
     INPUT_KIND,
     Q_ROW,
@@ -17,12 +17,12 @@ from graders.code.attention.source_rules.values import (
     join,
     pack,
 )
-from graders.code.attention.source_rules.vocabulary import (
+from checklibs.attention.source_rules.vocabulary import (
     BUILTINS,
     CACHING,
     META_ATTRS,
 )
-from graders.code.attention.source_rules.walker import Function, Scope, Walker
+from checklibs.attention.source_rules.walker import Function, Scope, Walker
 
 
 def _const_int(node: ast.expr | None) -> int | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from graders.code.attention.source_rules.values import (
+from checklibs.attention.source_rules.values import (
     EMPTY,
     MAX_ITEMS,
     AxisRef,
@@ -14,7 +14,7 @@ from graders.code.attention.source_rules.values import (
     join,
     pack,
 )
-from graders.code.attention.source_rules.walker import ClassInfo, Function, Scope, Walker
+from checklibs.attention.source_rules.walker import ClassInfo, Function, Scope, Walker
 
 _OPS = {
     "Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "FloorDiv": "//", "Mod": "%", "Pow": "**", "MatMult": "@",

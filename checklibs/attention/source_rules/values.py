@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from graders.code.attention.source_rules.vocabulary import MATMUL_OPS
+from checklibs.attention.source_rules.vocabulary import MATMUL_OPS
 
 Q, K, V, MASK = "q", "k", "v", "key_valid"
 Q_ROW = "q_row"  # derived from one query of q (q indexed at its query axis by a loop variable)

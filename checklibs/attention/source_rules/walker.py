@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from graders.code.attention.source_rules.values import (
+from checklibs.attention.source_rules.values import (
     MAX_STEPS,
     AxisRef,
     Findings,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.graders.code.attention.direct_proxy import DirectProxy, load_direct
+from tests.checklibs.attention.direct_proxy import DirectProxy, load_direct
 
-SET_ROOT = Path(__file__).resolve().parents[4] / "problems" / "attention"
+SET_ROOT = Path(__file__).resolve().parents[3] / "problems" / "attention"
 
 
 @pytest.fixture

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from graders.code.attention import determinism_check, empty_row_check, equivariance_check, validation_check
-from graders.code.attention.basic import NEEDS_BASIC, attention_probe, basic_problem, gate, gated
-from graders.code.attention.dtype_device import dtype_device_check
-from graders.code.attention.judge_probe import basic_layers_probe
-from graders.code.attention.loop_vs_batched import agreement_check
-from graders.code.attention.student_test_judge import layer_checks
+from checklibs.attention import determinism_check, empty_row_check, equivariance_check, validation_check
+from checklibs.attention.basic import NEEDS_BASIC, attention_probe, basic_problem, gate, gated
+from checklibs.attention.dtype_device import dtype_device_check
+from checklibs.attention.judge_probe import basic_layers_probe
+from checklibs.attention.loop_vs_batched import agreement_check
+from checklibs.attention.student_test_judge import layer_checks
 from graders.code.checks import CheckFailed, check, load_checks, spec_of
-from tests.graders.code.attention.direct_proxy import DirectProxy, run_check
+from tests.checklibs.attention.direct_proxy import DirectProxy, run_check
 
-SET_ROOT = Path(__file__).resolve().parents[4] / "problems" / "attention"
+SET_ROOT = Path(__file__).resolve().parents[3] / "problems" / "attention"
 GATED_Q5 = [validation_check, empty_row_check, determinism_check, equivariance_check, dtype_device_check]
 
 

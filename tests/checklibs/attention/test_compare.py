@@ -1,6 +1,6 @@
 import torch
 
-from graders.code.attention.compare import compare, mismatch, nonfinite_problem
+from checklibs.attention.compare import compare, mismatch, nonfinite_problem
 
 
 def test_mismatch_reports_worst_index_errors_and_dtype():

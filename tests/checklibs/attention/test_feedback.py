@@ -5,7 +5,7 @@ import re
 import pytest
 import torch
 
-from graders.code.attention import (
+from checklibs.attention import (
     determinism_check,
     empty_row_check,
     gradient_check,
@@ -16,15 +16,15 @@ from graders.code.attention import (
     timing_check,
     validation_check,
 )
-from graders.code.attention.calling import student_message
-from graders.code.attention.compare import compare
-from graders.code.attention.inputs import random_case
-from graders.code.attention.loop_vs_batched import agreement_check
-from graders.code.attention.masking import masked_weight_problem, row_sum_problem
+from checklibs.attention.calling import student_message
+from checklibs.attention.compare import compare
+from checklibs.attention.inputs import random_case
+from checklibs.attention.loop_vs_batched import agreement_check
+from checklibs.attention.masking import masked_weight_problem, row_sum_problem
 from graders.code.checks import CheckFailed, StudentError
 from graders.code.sanitise import HIDDEN_NOTE, VISIBLE_MESSAGE_CHARS, exception_name, raised, sanitise
 from graders.results import CATEGORIES
-from tests.graders.code.attention.direct_proxy import DirectProxy
+from tests.checklibs.attention.direct_proxy import DirectProxy
 
 CASES = [
     (softmax_axis_check, "mutants/q5/wrong_softmax_axis.py", "columns sum to 1 instead of rows"),

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from graders.code.attention.inputs import large_score_heads_case
-from graders.code.attention.reference import allowed_keys, reference_attention, scaled_scores
-from graders.code.attention.stability import stability_cases, tolerance
+from checklibs.attention.inputs import large_score_heads_case
+from checklibs.attention.reference import allowed_keys, reference_attention, scaled_scores
+from checklibs.attention.stability import stability_cases, tolerance
 from graders.code.checks import load_checks
-from tests.graders.code.attention.direct_proxy import DirectProxy, run_check
+from tests.checklibs.attention.direct_proxy import DirectProxy, run_check
 
-SET_ROOT = Path(__file__).resolve().parents[4] / "problems" / "attention"
+SET_ROOT = Path(__file__).resolve().parents[3] / "problems" / "attention"
 HONEST = Path(__file__).resolve().parent / "honest"
 TIMED = {"timing", "batched_faster"}
 

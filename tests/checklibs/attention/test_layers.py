@@ -5,10 +5,10 @@ import secrets
 import pytest
 import torch
 
-from graders.code.attention.layers import LAYERS, layer_function, make_layers
-from graders.code.attention.student_test_judge import layer_checks
+from checklibs.attention.layers import LAYERS, layer_function, make_layers
+from checklibs.attention.student_test_judge import layer_checks
 from graders.code.checks import ArgumentRejected, CheckFailed, StudentError, TrustedFunction
-from tests.graders.code.attention.direct_proxy import DirectProxy
+from tests.checklibs.attention.direct_proxy import DirectProxy
 
 
 def _equivariant(layer, dtype=torch.float64, d=6) -> bool:

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from graders.problemset.mutant_gate import expected_categories, run_mutant_gate
-from tests.graders.code.attention.direct_proxy import DirectGrader
+from tests.checklibs.attention.direct_proxy import DirectGrader
 
 CHECKS = """
 from graders.code.checks import CheckFailed, check

@@ -1,14 +1,14 @@
 import pytest
 import torch
 
-from graders.code.attention.inputs import example_2x2, large_score_case, random_case
-from graders.code.attention.jail_sources import (
+from checklibs.attention.inputs import example_2x2, large_score_case, random_case
+from checklibs.attention.jail_sources import (
     REFERENCE_BATCHED_NAME,
     REFERENCE_BATCHED_SOURCE,
     REFERENCE_NAME,
     REFERENCE_SOURCE,
 )
-from graders.code.attention.reference import reference_attention
+from checklibs.attention.reference import reference_attention
 
 
 def test_the_seed_example():

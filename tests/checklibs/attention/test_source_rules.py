@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.code.attention.prompt_rules import (
+from checklibs.attention.prompt_rules import (
     ATTENTION_ARGS,
     BATCHED_RULES,
     LAYER_ARGS,
@@ -21,12 +21,12 @@ from graders.code.attention.prompt_rules import (
     findings_for,
     source_rules_check,
 )
-from graders.code.attention.source_rules import Analysis, SourceUnreadable, analyse, tensor_arg
+from checklibs.attention.source_rules import Analysis, SourceUnreadable, analyse, tensor_arg
 from graders.code.checks import CheckFailed
 from graders.code.proxy import CheckUsageError
-from tests.graders.code.attention.direct_proxy import DirectProxy
+from tests.checklibs.attention.direct_proxy import DirectProxy
 
-SET_ROOT = Path(__file__).resolve().parents[4] / "problems" / "attention"
+SET_ROOT = Path(__file__).resolve().parents[3] / "problems" / "attention"
 QKV = list(ATTENTION_ARGS[:3])
 
 

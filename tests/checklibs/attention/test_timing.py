@@ -15,15 +15,15 @@ from typing import Any
 import pytest
 import torch
 
-from graders.code.attention.jail_sources import (
+from checklibs.attention.jail_sources import (
     REFERENCE_BATCHED_NAME,
     REFERENCE_BATCHED_SOURCE,
     REFERENCE_NAME,
     REFERENCE_SOURCE,
 )
-from graders.code.attention.loop_vs_batched import speedup_check
-from graders.code.attention.reference import reference_attention
-from graders.code.attention.sequential import (
+from checklibs.attention.loop_vs_batched import speedup_check
+from checklibs.attention.reference import reference_attention
+from checklibs.attention.sequential import (
     Plan,
     Steps,
     binomial_half_cdf,
@@ -31,9 +31,9 @@ from graders.code.attention.sequential import (
     median_bounds,
     order_rank,
 )
-from graders.code.attention.timing import timing_check
+from checklibs.attention.timing import timing_check
 from graders.code.checks import CheckFailed, TimedCall
-from tests.graders.code.attention.direct_proxy import DirectProxy
+from tests.checklibs.attention.direct_proxy import DirectProxy
 
 PLAN = Plan(first=5, step=4, most=13)
 Q5_STEPS = Steps((3.0, 12.0), (1.0, 0.5, 0.0))
