@@ -6,6 +6,7 @@ from datetime import datetime
 
 from app.db import utcnow
 from app.submissions.models import CheckResultRow, Status, Submission, final_score_of, round_score
+from app.submissions.notebook import left_out_notice, with_cells
 from app.submissions.release import Seal
 from app.submissions.schemas import CheckPublic, SubmissionPublic, SubmissionSummary
 from graders.grade import answer_key
@@ -23,7 +24,7 @@ def is_revealed(visibility: str, *, seal: Seal, now: datetime) -> bool:
     return seal.due_at is not None and now >= seal.due_at
 
 
-def _check(r: CheckResultRow, *, open_: bool, seal: Seal) -> CheckPublic:
+def _check(r: CheckResultRow, *, open_: bool, seal: Seal, source: str | None) -> CheckPublic:
     if not open_:
         return CheckPublic(
             name=r.name,
@@ -41,7 +42,8 @@ def _check(r: CheckResultRow, *, open_: bool, seal: Seal) -> CheckPublic:
         passed=r.passed if seal.scores else None,
         score=r.score if seal.scores else None,
         max_score=r.max_score,
-        feedback=r.feedback if seal.feedback else _FEEDBACK_LATER,
+        # A notebook's feedback cites "cell 7, line 3" rather than a line of the joined source.
+        feedback=(with_cells(r.feedback, source) if source else r.feedback) if seal.feedback else _FEEDBACK_LATER,
         visibility=r.visibility,
         duration_ms=r.duration_ms,
     )
@@ -55,7 +57,7 @@ def submission_public(sub: Submission, loaded: LoadedSet, *, seal: Seal) -> Subm
     for row in sub.checks:
         open_ = is_revealed(row.visibility, seal=seal, now=now)
         sealed += not open_
-        checks.append(_check(row, open_=open_, seal=seal))
+        checks.append(_check(row, open_=open_, seal=seal, source=_code_of(sub)))
     grade = sub.grade
     graded = sub.status == Status.GRADED and grade is not None
     scored = graded and seal.scores
@@ -103,11 +105,20 @@ def submission_public(sub: Submission, loaded: LoadedSet, *, seal: Seal) -> Subm
     )
 
 
+def _code_of(sub: Submission) -> str | None:
+    code = sub.payload.get("code") if isinstance(sub.payload, dict) else None
+    return code if isinstance(code, str) else None
+
+
 def _message(sub: Submission, sealed: int, seal: Seal, hidden: bool) -> str:
     graded = sub.status == Status.GRADED and sub.grade is not None
     if graded and hidden:
-        return _SEALED if sealed and seal.scores else _SCORES_LATER
-    return sub.grade.message if graded and sub.grade else _status_message(sub)
+        message = _SEALED if sealed and seal.scores else _SCORES_LATER
+    else:
+        message = sub.grade.message if graded and sub.grade else _status_message(sub)
+    code = _code_of(sub)
+    notice = left_out_notice(code) if code else None  # a notebook's IPython lines (%time, !pip) were not graded
+    return f"{message} {notice}".strip() if notice else message
 
 
 def _status_message(sub: Submission) -> str:
