@@ -10,6 +10,7 @@ from app.submissions.notebook import left_out_notice, with_cells
 from app.submissions.release import Seal
 from app.submissions.schemas import CheckPublic, SubmissionPublic, SubmissionSummary
 from graders.grade import answer_key
+from graders.problemset.likeness import behaves_like, failure_vector
 from graders.problemset.loader import LoadedSet
 
 
@@ -100,9 +101,30 @@ def submission_public(sub: Submission, loaded: LoadedSet, *, seal: Seal) -> Subm
         checks=checks,
         sealed_checks=sealed,
         explanation=explanation,
+        bug_hint=_bug_hint(sub, problem) if graded and seal.feedback and not hidden else None,
         answer_key=key,
         error=sub.error if seal.staff else None,
     )
+
+
+def _bug_hint(sub: Submission, problem: object) -> dict[str, str] | None:
+    """The instructor's words for the known mistake this submission behaves like (graders.problemset.likeness, the
+    statistics page's matcher), or None. Only called when every check's outcome is already shown to the viewer: the
+    hint then says nothing the checks do not, and never names a hidden input."""
+    hints = getattr(problem, "bug_hints", None) or {}
+    report = sub.problem_set_version.validation_report or {}
+    gate = report.get("mutant_gates", {}).get(sub.problem_id) if hints else None
+    if not gate:
+        return None
+    vector = failure_vector(((r.name, r.passed) for r in sub.checks if r.category != _NOT_A_CHECK), gate)
+    for mutant in behaves_like(gate, vector):
+        if mutant in hints:
+            words = hints[mutant]
+            return {"en": words} if isinstance(words, str) else dict(words)
+    return None
+
+
+_NOT_A_CHECK = "manual"  # a rubric row, not a check of the gate's matrix (as in app.gradebook.stats)
 
 
 def _code_of(sub: Submission) -> str | None:
