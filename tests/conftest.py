@@ -2,7 +2,13 @@
 an app with embedded workers, users, and logged-in clients.
 
 The database fixture is parametrised over both backends. The PostgreSQL half skips when the server is missing,
-except in CI (AUTOGRADER_TEST_REQUIRE_SERVICES=1), where it fails.
+except in CI (AUTOGRADER_TEST_REQUIRE_SERVICES=1), where it fails. Keep that twin where the backends can differ
+(constraints, types, locking, case, migrations, what the database stores); a test of access checks or of input
+refused before anything is stored runs on SQLite only (``parametrize("database_url", ["sqlite"], indirect=True)``
+with a comment saying why).
+
+A module marked ``pytestmark = pytest.mark.shared_app`` has one app per backend for all its tests, the rows deleted
+before each (see _SharedApps for what such a module must not do); a test marked ``shared_app(False)`` opts out.
 """
 
 from __future__ import annotations
