@@ -81,7 +81,7 @@ def _truncate_postgres(url: str) -> None:
                 'course, problem_set_version, problem_set, api_token, "user", '
                 "rate_limit_counter, regrade_batch, webhook_attempt, webhook_delivery, webhook_endpoint, lti_passback, "
                 "lti_resource_link, "
-                "lti_context, lti_user, lti_deployment, lti_platform, lti_launch_state, lti_roster_sync, "
+                "lti_context, lti_user, lti_deployment, lti_platform, lti_launch_state, lti_roster_sync, lti_lineitem, "
                 "invitation, assignment_start "
                 "RESTART IDENTITY CASCADE"
             )

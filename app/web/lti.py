@@ -127,7 +127,7 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
     keys = key_store(settings.data_dir, settings.lti_key_grace_s)
     claims = tool.validate_launch(
         request.app.state.session_factory, keys, params=params, cookies=request.cookies, secure=_secure(request),
-        leeway_s=settings.lti_clock_leeway_s,
+        tool_url=settings.public_url, leeway_s=settings.lti_clock_leeway_s,
     )  # fmt: skip
     choices = lti_provision.link_choices(session, claims)
     if choices:
