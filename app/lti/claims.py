@@ -13,7 +13,7 @@ What is checked (LTI Core 1.3 section 5, AGS 2.0 and NRPS 2.0 for their claims):
 - `context`, `resource_link`, `tool_platform`, `launch_presentation`, `lis`, the AGS endpoint, the NRPS claim, the
   deep-linking settings: JSON objects when present; the ids they carry strings;
 - `custom`: a JSON object whose values are strings (numbers and booleans are read as their text, as some platforms
-  send them; an object, array or null as a value is refused);
+  send them, and null as empty; an object or array as a value is refused);
 - `target_link_uri`: required, and on this tool (same scheme, host and port as AUTOGRADER_PUBLIC_URL, under its
   path): a token minted for another tool's launch is not ours to act on;
 - the audience (`aud`, `azp`) is checked where the registration is looked up (adapters.FastApiMessageLaunch).
@@ -85,7 +85,7 @@ def check(body: dict[str, Any], *, tool_url: str) -> None:
         if not isinstance(custom, dict):
             raise ClaimError("the custom claim must be a JSON object")
         for key, value in custom.items():
-            if not isinstance(value, str | int | float | bool):
+            if value is not None and not isinstance(value, str | int | float | bool):
                 raise ClaimError(f"custom.{key} must be a string")
     target = body.get(CLAIM + "target_link_uri")
     if not isinstance(target, str) or not target:

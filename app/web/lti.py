@@ -127,7 +127,8 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
     keys = key_store(settings.data_dir, settings.lti_key_grace_s)
     claims = tool.validate_launch(
         request.app.state.session_factory, keys, params=params, cookies=request.cookies, secure=_secure(request),
-        tool_url=settings.public_url, leeway_s=settings.lti_clock_leeway_s,
+        leeway_s=settings.lti_clock_leeway_s,
+        tool_url=settings.public_url,  # target_link_uri must be on this tool
     )  # fmt: skip
     choices = lti_provision.link_choices(session, claims)
     if choices:

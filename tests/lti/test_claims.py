@@ -88,7 +88,8 @@ def test_a_malformed_claim_is_a_400_with_nothing_written(case, lti_client, platf
 
 
 def test_custom_scalars_are_read_as_their_text(lti_client, platform, sessions, basic_set) -> None:  # type: ignore[no-untyped-def]
-    posted = launch(lti_client, platform, _teacher(platform, **{LTI + "custom": {"problem_set": "basic", "week": 3}}))
+    custom = {"problem_set": "basic", "week": 3, "unset": None}
+    posted = launch(lti_client, platform, _teacher(platform, **{LTI + "custom": custom}))
     assert posted.response.status_code == 303, posted.response.text
 
 
