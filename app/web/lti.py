@@ -128,6 +128,7 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
     claims = tool.validate_launch(
         request.app.state.session_factory, keys, params=params, cookies=request.cookies, secure=_secure(request),
         leeway_s=settings.lti_clock_leeway_s,
+        tool_url=settings.public_url,  # target_link_uri must be on this tool
     )  # fmt: skip
     choices = lti_provision.link_choices(session, claims)
     if choices:

@@ -51,7 +51,10 @@ def tool_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def lti_settings(settings: Settings, tool_key_file: Path) -> Settings:
     (settings.data_dir / "lti").mkdir(parents=True, exist_ok=True)
     shutil.copy(tool_key_file, settings.data_dir / "lti" / "keys.json")
-    return settings.model_copy(update={"public_url": TOOL, "lti_passback_retry_delays_s": [0.0, 0.0, 0.0]})
+    # The test LMS serves plain http on 127.0.0.1: registration allows that only with AUTOGRADER_LTI_ALLOW_HTTP.
+    return settings.model_copy(
+        update={"public_url": TOOL, "lti_passback_retry_delays_s": [0.0, 0.0, 0.0], "lti_allow_http": True}
+    )
 
 
 @pytest.fixture
@@ -63,7 +66,7 @@ def lti_client(  # type: ignore[no-untyped-def]
         registration.register_platform(
             session, issuer=platform.issuer, client_id=platform.client_id, deployment_ids=[platform.deployment_id],
             auth_login_url=f"{platform.base_url}/auth", auth_token_url=f"{platform.base_url}/token",
-            keyset_url=f"{platform.base_url}/jwks", name="Test LMS",
+            keyset_url=f"{platform.base_url}/jwks", name="Test LMS", allow_http=lti_settings.lti_allow_http,
         )  # fmt: skip
         # The LMS's instructor t-1 is linked to an instructor account of ours that teaches the demo offering (where
         # the fixture sets are): that is what lets their launches bring a set into the LMS course.
