@@ -4,7 +4,7 @@ Run: ``.venv/bin/python -m bench.bench_q5 [--runs 20] [--solution problems/atten
 
 The in-process baseline (trusted file, no sandbox, one torch thread like the jail) shows what the checks cost by
 themselves; the difference is the sandbox: taking pre-forked children from the slot's pool (one for the visible
-checks, one per hidden check, one reference child for the timing check), the wire, the RPC round trips. Two paces,
+checks, one shared by the hidden checks, one reference child for the timing check), the wire, the RPC round trips. Two paces,
 as in bench_code_grading: "settled" (the pool is full when a submission arrives) and "back to back" (the pool's
 refill bounds the rate). Targets (issue 10, P1q5): sandboxed p50 <= 150 ms and <= 1.5x the in-process run.
 

@@ -144,11 +144,12 @@ def _run_sharing(
     The checks share a fresh child, and each loads the source anew in it (a new module and no helpers, with the
     random generators put back as a fresh child has them: ``child.FreshState``), so a check sees the submission as
     it saw it in a child of its own, without the cost of one child per check. When the child ends (the code
-    exited, ran out of memory, printed too much, broke the protocol) or the source no longer loads, the check is
-    run again in a fresh child unless it already had one, so that what the earlier checks left behind (memory,
-    output, a counter kept across loads) can cost no check its points: the result that stands is the one a child of
-    its own gave, as when every hidden check had a fresh child. A timeout stands where it happened (the check's call
-    ran past its limit; a rerun would spend the check's budget twice). The checks after it go on in a fresh child.
+    exited, ran out of memory, printed too much, broke the protocol), the code raised a MemoryError or the source
+    no longer loads, the check is run again in a fresh child unless it already had one, so that what the earlier
+    checks left behind (memory, output, a count kept across loads) can cost no check its points: the result that
+    stands is the one a child of its own gave, as when every hidden check had a fresh child. A timeout stands where
+    it happened (the check's call ran past its limit; a rerun would spend the check's budget twice). The checks
+    after an end go on in a fresh child.
 
     Feedback is trusted text: an exit status or a signal number, chosen by the student's code, could carry a hidden
     value out, so a process that exited is said to have ended in fixed words.
@@ -195,6 +196,8 @@ def _run_one_sharing(
             return None, True
         text = EXITED_HIDDEN if exc.cause == "exited" else exc.message  # the others are the grader's words
         return CheckOutcome(_result(spec, 0.0, text, 0.0), None, RunEnded(exc.cause, text)), True
+    if outcome.failure == verdicts.MEMORY and not fresh:  # what earlier checks kept may be what ran out
+        return None, True
     return outcome, process.ended is not None
 
 
