@@ -1,12 +1,12 @@
 """One slot: uids leased for its lifetime, a warm zygote, and the children of the submissions it grades.
 
 A submission's child for its visible checks has role STUDENT; the child its hidden checks share (and the one its
-sealed checks share), started once the visible checks are done, has role ALONE; a reference child (instructor code timed while the
-student's processes are stopped) has role REFERENCE. Children come from the slot's pool of pre-forked, locked-down
-children (``prefork.ChildPool``), so several children of one role may be alive at once: one serving, some waiting,
-one being reaped. Each child therefore sits in a *seat* of its role, a uid and a working dir of its own that no other
-live child holds: reaping a child (which kills every process of its uid) never touches another child, and
-RLIMIT_NPROC counts each child apart.
+sealed checks share), started once the visible checks are done, has role ALONE; a reference child (instructor code
+timed while the student's processes are stopped) has role REFERENCE. Children come from the slot's pool of
+pre-forked, locked-down children (``prefork.ChildPool``), so several children of one role may be alive at once: one
+serving, some waiting, one being reaped. Each child therefore sits in a *seat* of its role, a uid and a working dir
+of its own that no other live child holds: reaping a child (which kills every process of its uid) never touches
+another child, and RLIMIT_NPROC counts each child apart.
 """
 
 from __future__ import annotations
