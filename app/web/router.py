@@ -15,6 +15,7 @@ from app.web import (
     instructor,
     lti,
     preferences,
+    similarity,
     student,
     webhooks,
 )
@@ -32,4 +33,5 @@ router.include_router(bulk_regrade.router)
 router.include_router(aliases.router)
 router.include_router(lti.router)
 router.include_router(preferences.router)
+router.include_router(similarity.router)
 router.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
