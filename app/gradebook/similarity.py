@@ -8,8 +8,8 @@ formulation) does not count toward a pair's score. A score is the larger of the 
 student's fingerprinted code also found in the other's), so copying a short file into a long one still shows.
 
 This is a report for people to read, never a penalty: nothing here changes a grade, and students never see it.
-Fingerprints are kept in this process per code and boilerplate (``_FINGERPRINTS``), so a run after new submissions arrive
-fingerprints only those; the pairwise comparison itself is cheap (sets of hashes).
+Fingerprints are kept in this process per code and boilerplate (``_FINGERPRINTS``), so a run after new submissions
+arrive fingerprints only those; the pairwise comparison itself is cheap (sets of hashes).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ NEAR_COPY = (
     ORIGINAL.replace("left", "x").replace("right", "y").replace("total", "out").replace("_as_tensor", "_t")
     .replace('"""Numbers become tensors, so one code path adds both."""', "# tensors everywhere")
 )  # fmt: skip
-OWN_WORK = '''\
+OWN_WORK = """\
 def add(a, b):
     try:
         return a.add(b)
@@ -52,7 +52,7 @@ def add(a, b):
     result = a
     result += b
     return result
-'''
+"""
 REFERENCE_LIKE = "def add(a, b):\n    return a + b\n"
 
 
