@@ -88,7 +88,7 @@ def main() -> None:
 
     from graders.code.runner import CodeGrader
     from graders.sandbox.config import SandboxConfig
-    from tests.graders.code.attention.direct_proxy import DirectGrader
+    from tests.checklibs.attention.direct_proxy import DirectGrader
 
     problem = load_problem_set(SET_ROOT).spec.problem("q5")
     assert isinstance(problem, CodeProblem)

@@ -21,6 +21,7 @@ import torch
 
 from graders.code.checks import (
     ArgumentRejected,
+    CheckUsageError,
     GraderWordedError,
     Ref,
     StudentError,
@@ -52,10 +53,6 @@ MAX_CALLBACKS = 64
 CALLBACK_LIMIT = f"called a function from the grader more than {MAX_CALLBACKS} times in one call (the limit)"
 CALLBACK_FAILED = "the function from the grader could not compute a result for these arguments"
 CALLBACK_STALE = "this function from the grader can only be called during the call that passed it to your code"
-
-
-class CheckUsageError(Exception):
-    """The check asked the child for something impossible (an instructor's mistake, not the student's)."""
 
 
 class CheckBudgetExceeded(Exception):
