@@ -23,7 +23,7 @@ from app.submissions.allocation import store_next_attempt
 from app.submissions.models import Source, Status, Submission
 from app.users.models import User
 from graders.grade import check_payload, format_errors
-from graders.kinds import PayloadInvalid, kind_of
+from graders.kinds import PayloadInvalid
 
 
 def create(
@@ -93,7 +93,6 @@ def create(
             problem_set_version=version,  # loaded already: grading it inline needs no query for it
             assignment_id=assignment.id,
             problem_id=problem_id,
-            kind=kind_of(problem).takes,
             payload=payload,
             source=source,
             attempt=attempt,

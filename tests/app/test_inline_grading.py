@@ -134,7 +134,7 @@ def test_a_failed_inline_grading_is_left_queued_for_the_workers(client, accounts
         alice = session.get(User, accounts["alice"].id)
         version = session.scalar(select(ProblemSetVersion))
         assert version is not None
-        sub = Submission(user_id=alice.id, problem_set_version=version, problem_id="t1", kind="answers",
+        sub = Submission(user_id=alice.id, problem_set_version=version, problem_id="t1",
                          payload={"answers": BODY["answers"]}, attempt=9, lease_until=inline.not_before())  # fmt: skip
         session.add(sub)
         session.commit()
