@@ -55,6 +55,7 @@ def test_contracts_hold_on_the_tree(tmp_path: Path) -> None:
         ("graders/code/runner.py", "import graders.problemset.validate  # noqa", "graders/ is layered"),
         ("graders/sandbox/wire.py", "import graders.results  # noqa", "graders.sandbox (bound into the jail)"),
         ("graders/grade.py", "import graders.code.runner  # noqa", "set loading and answer grading never import"),
+        ("graders/sandbox/prefork.py", "import graders.sandbox.slot  # noqa", "graders.sandbox.prefork never imports"),
         ("app/submissions/service.py", "import app.web.page_context  # noqa", "app's domain services"),
     ],
 )
