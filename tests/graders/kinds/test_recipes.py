@@ -75,7 +75,8 @@ def _insert(path: Path, anchor: str, text: str) -> None:
 
 
 def _follow_the_recipes(root: Path) -> None:
-    answer_module, registry_import, registry_entry, model_import, model, kind_module = _blocks()
+    answer_module, registry_import, registry_list, model_import, model, kind_module = _blocks()
+    registry_entry = next(line + "\n" for line in registry_list.splitlines() if "AnswerKind(" in line)
     answers, kinds = root / "graders" / "answers", root / "graders" / "kinds"
     # Answer kind: 1. its module, 2. the import and one AnswerKind in the registry's list.
     (answers / "sequence.py").write_text(answer_module, encoding="utf-8")
