@@ -71,11 +71,13 @@ class ProblemBase(_Model):
 @dataclass(frozen=True)
 class InstructorCode:
     """Where a problem's grading code lies in its set: the checks file (imported in the set's jailed checker only)
-    and the folders of reference solutions and known-wrong mutants that the gate grades before students see it."""
+    and the folders of reference solutions and known-wrong mutants that the gate grades before students see it;
+    ``bug_hints`` names the mutant files that have a hint for students."""
 
     checks: str
     solutions: str
     mutants: str
+    bug_hints: tuple[str, ...] = ()
 
 
 class FillInProblem(ProblemBase):
@@ -137,6 +139,17 @@ class CodeLimits(_Model):
     source_kb: int = Field(default=256, ge=1, le=4096, description="largest accepted upload")
 
 
+def _bug_hint(value: str | dict[str, str]) -> str | dict[str, str]:
+    texts = [value] if isinstance(value, str) else list(value.values())
+    if not texts or any(not t.strip() or len(t) > 500 for t in texts):
+        raise ValueError("a bug hint is a text of 1 to 500 characters (or one per language)")
+    return value
+
+
+# What a student is told when the submission behaves like a known mistake (app.submissions.presenter).
+BugHint = Annotated[str | dict[str, str], AfterValidator(_bug_hint)]
+
+
 class CodeProblem(ProblemBase):
     kind: Literal["code"]
     entrypoints: list[str] = Field(min_length=1, description="function names the student must define")
@@ -146,12 +159,21 @@ class CodeProblem(ProblemBase):
     mutants: RelPath | None = Field(default=None, description="folder; default mutants/<id>")
     # A code problem may be defined before its checks exist; it is then shown but not gradable.
     gradable: bool = True
+    bug_hints: dict[str, BugHint] = Field(
+        default_factory=dict,
+        description="mutant file name (under the mutants folder) -> what to tell a student whose submission fails "
+        "exactly the checks that mutant fails in the gate: one text, or one per language ({en: ..., zh_CN: ...}); "
+        "none by default",
+    )
 
     @model_validator(mode="after")
     def _identifiers(self) -> CodeProblem:
         for name in self.entrypoints:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                 raise ValueError(f"entrypoint {name!r} is not a Python identifier")
+        for mutant in self.bug_hints:
+            if not re.fullmatch(r"[A-Za-z0-9_.-]+\.py", mutant):
+                raise ValueError(f"bug_hints: {mutant!r} is not a mutant's file name (e.g. wrong_softmax_axis.py)")
         return self
 
     def solutions_dir(self) -> str:
@@ -161,7 +183,9 @@ class CodeProblem(ProblemBase):
         return self.mutants or f"mutants/{self.id}"
 
     def instructor_code(self) -> InstructorCode | None:
-        return InstructorCode(self.checks, self.solutions_dir(), self.mutants_dir()) if self.gradable else None
+        if not self.gradable:
+            return None
+        return InstructorCode(self.checks, self.solutions_dir(), self.mutants_dir(), tuple(self.bug_hints))
 
 
 class ManualProblem(ProblemBase):

@@ -1,10 +1,10 @@
 """The table of problem kinds: each kind's behaviour (payload, grading, validation, student view).
 
-Ask ``kind_of(problem)`` instead of branching on ``problem.kind``. Adding a problem kind (docs/kinds.md): its model
-in ``graders/model.py`` beside the built-in ones, ``graders/kinds/<kind>.py`` with a ProblemKind subclass that
-registers itself at the bottom (as ``answers.py`` and ``code.py`` do), and its tests. Importing this package imports
-every module in it, so there is no list to edit. Its ``takes`` ("answers" or "code") picks the answer form the set
-page shows, so no template changes.
+Ask ``kind_of(problem)`` instead of branching on ``problem.kind``. Adding a problem kind (docs/extending.md): its
+model in ``graders/model.py`` beside the built-in ones, ``graders/kinds/<kind>.py`` with a ProblemKind subclass that
+registers itself at the bottom (as ``answers.py`` and ``code.py`` do), and its tests. Importing this package
+imports every module in it, so there is no list to edit. Its ``takes`` ("answers" or "code") picks the answer
+form the set page shows, so no template changes.
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def part_view(part_id: str, spec: AnswerSpec) -> dict[str, Any]:
 
 class AnswersKind(ProblemKind):
     """A kind whose submission answers its parts (``answer_parts()``), each graded by the part's answer kind; the
-    base of the built-in answer kinds and of a new one (docs/kinds.md)."""
+    base of the built-in answer kinds and of a new one (docs/extending.md)."""
 
     takes = "answers"
     # Pure graders over short strings; a symbolic part that the numeric check cannot decide goes to the bounded

@@ -133,6 +133,12 @@ def check_files(spec: ProblemSetSpec, files: dict[str, bytes]) -> list[SetError]
             prefix = code.solutions.rstrip("/") + "/"
             if not any(name.startswith(prefix) and name.endswith(".py") for name in files):
                 errors.append(SetError(SET_FILE, f"{where}.solutions", f"no reference solution (*.py) under {prefix}"))
+            mutants = code.mutants.rstrip("/") + "/"
+            errors += [
+                SetError(SET_FILE, f"{where}.bug_hints", f"{name!r} is not a mutant of this problem (under {mutants})")
+                for name in code.bug_hints
+                if mutants + name not in files
+            ]
     return errors
 
 

@@ -1,4 +1,4 @@
-"""A new answer kind and a new problem kind, each added through its table alone (docs/kinds.md's recipes).
+"""A new answer kind and a new problem kind, each added through its table alone (docs/extending.md's recipes).
 
 Nothing outside the registration is touched: the problem-set parser, the validator, the grader entry point, the
 student view and the released answer key all learn the new kind from the tables. test_recipes.py follows the

@@ -1,4 +1,4 @@
-"""docs/kinds.md's two recipes, followed in a copy of graders/ with the page's own code blocks.
+"""docs/extending.md's two recipes, followed in a copy of graders/ with the page's own code blocks.
 
 The new kinds are then used in a fresh interpreter that loads a set naming them before anything imports
 graders.kinds: registration never depends on import order.
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
-DOC = REPO / "docs" / "kinds.md"
+DOC = REPO / "docs" / "extending.md"
 
 SET = """\
 id: toy
@@ -90,7 +90,7 @@ def _follow_the_recipes(root: Path) -> None:
 
 
 def test_both_recipes_work_as_written(tmp_path: Path) -> None:
-    assert len(_blocks()) == 6, "docs/kinds.md: the recipes' six code blocks, in order"
+    assert len(_blocks()) == 6, "docs/extending.md: the recipes' six code blocks, in order"
     shutil.copytree(REPO / "graders", tmp_path / "graders", ignore=shutil.ignore_patterns("__pycache__"))
     _follow_the_recipes(tmp_path)
     toy = tmp_path / "toy"
