@@ -28,7 +28,7 @@ from app.submissions.models import CheckResultRow, Grade, Source, Status, Submis
 from app.submissions.notebook import require_entrypoints
 from app.users.models import User
 from graders.grade import check_payload, format_errors
-from graders.kinds import PayloadInvalid, kind_of
+from graders.kinds import PayloadInvalid
 from graders.problemset.loader import LoadedSet
 from graders.results import GradeResult
 
@@ -171,7 +171,6 @@ def store(
             problem_set_version=version,  # loaded already: showing it needs no query for it
             assignment_id=assignment.id,
             problem_id=problem_id,
-            kind=kind_of(problem).takes,
             payload=payload,
             source=source,
             attempt=attempt,
