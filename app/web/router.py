@@ -14,6 +14,7 @@ from app.web import (
     grading_queue,
     instructor,
     lti,
+    lti_frame,
     preferences,
     student,
     webhooks,
@@ -31,5 +32,6 @@ router.include_router(webhooks.router)
 router.include_router(bulk_regrade.router)
 router.include_router(aliases.router)
 router.include_router(lti.router)
+router.include_router(lti_frame.router)
 router.include_router(preferences.router)
 router.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
