@@ -7,8 +7,9 @@ cookies (Chromium's incognito, Safari, Firefox's strict mode) refuses every unpa
 - **The OIDC state.** When the platform offers LTI platform storage (the login initiation carries
   ``lti_storage_target``: 1EdTech's "OIDC login with LTI client-side postMessages"), the login page puts the state
   and the nonce into the platform's storage (``lti.put_data``) before going on to the platform; the launch page
-  reads them back (``lti.get_data``) and, if they match, posts the id_token again from our own origin. Without it,
-  the state cookie is partitioned (``SameSite=None; Secure; Partitioned``), kept in the LMS site's jar.
+  reads them back (``lti.get_data``) and, if they match, posts the id_token again from our own origin. The state
+  cookie is set as well, partitioned (``SameSite=None; Secure; Partitioned``), kept in the LMS site's jar. A login
+  in a frame whose browser keeps neither offers the same login in a new window instead of failing at the launch.
 - **The session.** A launch in a frame (the browser says ``Sec-Fetch-Dest: iframe``) gets a partitioned session
   cookie (app.session_cookie) and goes through ``/lti/arrive``, which checks the cookie came back.
 - **When the browser stores no cookie in the frame at all**, ``/lti/arrive`` says so and opens the tool in a new
@@ -28,7 +29,7 @@ import secrets
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Annotated, Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jwt
 from fastapi import APIRouter, Depends, Request, Response
@@ -90,21 +91,28 @@ def set_state_cookies(request: Request, response: Response, cookies: list[Cookie
     (plain http on another host) SameSite=Lax, which only a top-level, same-site launch gets back."""
     secure = secure_context(request.scope)
     for c in cookies:
-        response.set_cookie(
-            c.name, c.value, max_age=c.max_age, path="/", httponly=True, secure=secure,
-            samesite="none" if secure else "lax", partitioned=secure,
-        )  # fmt: skip
+        # Written out: Starlette's set_cookie writes Partitioned only on Python 3.14. The name and value are
+        # pylti1p3's ("lti1p3-state-<uuid>"), no character that needs quoting.
+        parts = [f"{c.name}={c.value}", "Path=/", "HttpOnly"]
+        parts += [f"Max-Age={c.max_age}"] if c.max_age is not None else []
+        parts += ["SameSite=None", "Secure", "Partitioned"] if secure else ["SameSite=Lax"]
+        response.headers.append("set-cookie", "; ".join(parts))
 
 
 def login_response(request: Request, redirect: LoginRedirect, params: Mapping[str, str]) -> Response:
-    """The answer to a login initiation: the redirect to the platform's auth URL, or, when the platform offers its
-    storage, a page that stores the state and the nonce there first (static/lti_storage.js), then goes on."""
+    """The answer to a login initiation: at the top, the redirect to the platform's auth URL; in a frame, a page
+    (static/lti_storage.js) that puts the state and the nonce into the platform's storage when it offers one, else
+    checks that the frame keeps a cookie, and goes on to the platform, or, when neither works, offers the same
+    login initiation in a new window (one click; the launch there lands on the same page)."""
     target = params.get(STORAGE_TARGET, "")
-    if target:
+    if target or framed(request):
         query = {k: v[0] for k, v in parse_qs(urlsplit(redirect.url).query).items()}
+        again = urlencode({k: v for k, v in params.items() if k != STORAGE_TARGET})
         response: Response = render(
-            request, "lti/storage_login.html", target=target, platform_origin=origin_of(redirect.url) or "",
-            state=query.get("state", ""), nonce=query.get("nonce", ""), url=redirect.url,
+            request, "lti/login_frame.html", mode="put" if target else "check", target=target,
+            platform_origin=origin_of(redirect.url) or "", state=query.get("state", ""),
+            nonce=query.get("nonce", ""), url=redirect.url, window_url=f"/lti/login?{again}",
+            secure=secure_context(request.scope),
         )  # fmt: skip
     else:
         response = RedirectResponse(redirect.url, status_code=302)

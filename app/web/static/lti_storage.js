@@ -1,7 +1,8 @@
-// LTI platform storage (1EdTech "OIDC login with LTI client-side postMessages"). The login page puts the OIDC state
-// and nonce into the LMS's storage (lti.put_data) and goes on to the LMS, whatever the answer (the state cookie may
-// work); the launch page reads them back (lti.get_data) and posts the launch again from this site only when both
-// match. Messages go to the frame the LMS named (lti_storage_target) with its origin as the target, and only its
+// An LTI login in the LMS's iframe, and LTI platform storage (1EdTech "OIDC login with LTI client-side
+// postMessages"). The login page puts the OIDC state and nonce into the LMS's storage (lti.put_data) when it offers
+// one, else checks the frame keeps a partitioned cookie (the state cookie), and goes on to the LMS; when neither
+// works it shows the link opening the login in a new window. The launch page reads the state and nonce back
+// (lti.get_data) and posts the launch again from this site only when both match. Messages go to the frame the LMS named (lti_storage_target) with its origin as the target, and only its
 // answers are read. A file, not an inline script: the pages' policy runs none.
 (function () {
   "use strict";
@@ -52,12 +53,32 @@
       }, 5000);
     });
   }
-  if (d.mode === "put") {
+  function cookieKept() {
+    // The state cookie is set as this test cookie is: partitioned, and Secure (only where the page may set one).
+    if (d.secure !== "1") {
+      return false;
+    }
+    document.cookie = "lti_cookie_check=1; path=/; SameSite=None; Secure; Partitioned";
+    var kept = document.cookie.indexOf("lti_cookie_check=1") !== -1;
+    document.cookie = "lti_cookie_check=; path=/; max-age=0; SameSite=None; Secure; Partitioned";
+    return kept;
+  }
+  function goOn(stored) {
+    if (stored || cookieKept()) {
+      window.location.replace(d.next);
+    } else {
+      document.getElementById("lti-storage-status").hidden = true;
+      document.getElementById("lti-new-window").hidden = false;
+    }
+  }
+  if (d.mode === "check") {
+    goOn(false);
+  } else if (d.mode === "put") {
     Promise.all([
       ask("lti.put_data", "state_" + d.state, d.state),
       ask("lti.put_data", "nonce_" + d.nonce, d.nonce),
-    ]).then(function () {
-      window.location.replace(d.next);
+    ]).then(function (answers) {
+      goOn(!answers[0].error && !answers[1].error);
     });
   } else {
     Promise.all([ask("lti.get_data", "state_" + d.state), ask("lti.get_data", "nonce_" + d.nonce)]).then(
