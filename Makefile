@@ -59,7 +59,7 @@ test: lint typecheck pytest
 bench: $(STAMP) sandbox-deps
 	$(BIN)/python -m bench.run_all
 
-# The pages' translations (README: Languages): extract the strings of the templates and app/, merge them into
+# The pages' translations (docs/pages.md: Languages): extract the strings of the templates and app/, merge them into
 # each catalog (app/web/locale/<code>/LC_MESSAGES/messages.po), then check each compiles and is fully translated.
 I18N := app/web/locale
 i18n: $(STAMP)

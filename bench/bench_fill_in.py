@@ -6,7 +6,7 @@ database, no worker). The difference is what the service adds.
     .venv/bin/python -m bench.bench_fill_in [--n 200] [--metrics]
 
 --metrics: after the run, scrape the server's /metrics (with a `metrics`-scoped token, as Prometheus would) and
-print its autograder_* lines: what the README's Operations section shows.
+print its autograder_* lines: what docs/operations.md, "Metrics", shows.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every bound on parsing client or instructor input, in one place, with the parsers that enforce them.
 
 Each parser of outside input (JSON bodies and multipart fields, problemset.yaml, Markdown prompts, archives, CSV
-rosters) reads its bounds here, so the README's limits table has one source. A parser refuses input over a bound
+rosters) reads its bounds here, so the limits table of docs/api.md has one source. A parser refuses input over a bound
 with a message that names the bound; none of them may recurse without one (a RecursionError is a 500).
 
 Lives in graders/ because the problem-set loader (which never imports app/) needs the YAML bounds; app/ imports

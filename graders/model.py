@@ -110,6 +110,17 @@ class CodeLimits(_Model):
     source_kb: int = Field(default=256, ge=1, le=4096, description="largest accepted upload")
 
 
+def _bug_hint(value: str | dict[str, str]) -> str | dict[str, str]:
+    texts = [value] if isinstance(value, str) else list(value.values())
+    if not texts or any(not t.strip() or len(t) > 500 for t in texts):
+        raise ValueError("a bug hint is a text of 1 to 500 characters (or one per language)")
+    return value
+
+
+# What a student is told when the submission behaves like a known mistake (app.submissions.presenter).
+BugHint = Annotated[str | dict[str, str], AfterValidator(_bug_hint)]
+
+
 class CodeProblem(ProblemBase):
     kind: Literal["code"]
     entrypoints: list[str] = Field(min_length=1, description="function names the student must define")
@@ -119,12 +130,21 @@ class CodeProblem(ProblemBase):
     mutants: RelPath | None = Field(default=None, description="folder; default mutants/<id>")
     # A code problem may be defined before its checks exist; it is then shown but not gradable.
     gradable: bool = True
+    bug_hints: dict[str, BugHint] = Field(
+        default_factory=dict,
+        description="mutant file name (under the mutants folder) -> what to tell a student whose submission fails "
+        "exactly the checks that mutant fails in the gate: one text, or one per language ({en: ..., zh_CN: ...}); "
+        "none by default",
+    )
 
     @model_validator(mode="after")
     def _identifiers(self) -> CodeProblem:
         for name in self.entrypoints:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                 raise ValueError(f"entrypoint {name!r} is not a Python identifier")
+        for mutant in self.bug_hints:
+            if not re.fullmatch(r"[A-Za-z0-9_.-]+\.py", mutant):
+                raise ValueError(f"bug_hints: {mutant!r} is not a mutant's file name (e.g. wrong_softmax_axis.py)")
         return self
 
     def solutions_dir(self) -> str:

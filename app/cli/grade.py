@@ -34,7 +34,7 @@ class _BadInput(Exception):
 def grade(
     set_name: Annotated[str, typer.Option("--set", help="a shipped set id (e.g. ch9) or a set folder")],
     problem: Annotated[str, typer.Option(help="problem id, e.g. q1")],
-    file: Annotated[Path | None, typer.Argument(help="a .py file, for code problems")] = None,
+    file: Annotated[Path | None, typer.Argument(help="a .py file or a notebook (.ipynb), for code problems")] = None,
     answers: Annotated[str | None, typer.Option(help='JSON map of part id to answer, e.g. \'{"b1": "V"}\'')] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document (same as --format json)")] = False,
     fmt: Annotated[
@@ -77,10 +77,10 @@ def grade(
 def _payload(problem: ProblemBase, file: Path | None, answers: str | None) -> Payload:
     """The same checks as a submission through the API: one input path (app.submissions.intake)."""
     try:
-        code = read_source_file(file) if file is not None else None
+        code = read_source_file(file, problem) if file is not None else None
         parsed = parse_answers_json(answers, field="--answers") if answers is not None else None
         if kind_of(problem).takes == "code" and code is None:
-            raise _BadInput(f"{problem.id} is a code problem: pass a .py file")
+            raise _BadInput(f"{problem.id} is a code problem: pass a .py file or a notebook (.ipynb)")
         if kind_of(problem).takes == "answers" and parsed is None:
             raise _BadInput('pass --answers \'{"b1": "..."}\'')
         return check_payload(problem, answers=parsed, code=code)

@@ -17,7 +17,7 @@ from app.submissions.intake import parse_answers_json, read_source_file
 def submit(
     set_name: Annotated[str, typer.Option("--set", help="problem-set id on the server")],
     problem: Annotated[str, typer.Option(help="problem id")],
-    file: Annotated[Path | None, typer.Argument(help="a .py file, for code problems")] = None,
+    file: Annotated[Path | None, typer.Argument(help="a .py file or a notebook (.ipynb), for code problems")] = None,
     answers: Annotated[str | None, typer.Option(help="JSON map of part id to answer")] = None,
     url: Annotated[str, typer.Option(envvar="AUTOGRADER_URL", help="server base URL")] = "http://127.0.0.1:8000",
     token: Annotated[str | None, typer.Option(envvar="AUTOGRADER_TOKEN", help="API token")] = None,
@@ -32,11 +32,11 @@ def submit(
         _fail("pass --token or set AUTOGRADER_TOKEN")
     body: dict[str, Any] = {"problem_set": set_name, "problem": problem, "source": "ci"}
     if file is None and answers is None:
-        _fail('pass a .py file or --answers \'{"b1": "..."}\'')
+        _fail('pass a .py file, a notebook or --answers \'{"b1": "..."}\'')
     try:
         # Read and decode as the server would (app.submissions.intake), so a bad file fails here, clearly.
         if file is not None:
-            body["code"] = read_source_file(file)
+            body["code"] = read_source_file(file, problem)
         if answers is not None:
             body["answers"] = parse_answers_json(answers, field="--answers")
     except Invalid as exc:

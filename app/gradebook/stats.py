@@ -31,6 +31,7 @@ from app.submissions.models import CheckResultRow, Submission
 from graders.answers.normalize import collapse_whitespace
 from graders.answers.registry import ANSWER_KINDS, grade_part, normalized_answer
 from graders.answers.specs import AnswerSpec, SymbolicSpec, TextSpec
+from graders.problemset.likeness import failure_vector, mutant_failures
 
 # Rubric rows say "awaiting manual grading" until an instructor scores the whole submission; they are not a pass rate.
 _NOT_A_CHECK = "manual"
@@ -239,25 +240,18 @@ def _part_specs(session: Session, version_id: int) -> dict[str, dict[str, Answer
 
 
 def _mutant_likeness(session: Session, gate: dict[str, Any], counted_ids: list[int]) -> list[MutantLikeness]:
-    """Per mutant of the gate's matrix (stored with the version at upload; nothing is re-run), how many of the
-    counted submissions fail exactly the checks it fails. A submission graded against other checks (another
-    version's) resembles no mutant; a mutant that fails no check outright (it only lost points) is left out."""
-    names = {c["name"] for c in gate.get("checks", [])}
-    failed: dict[int, set[str]] = defaultdict(set)
-    ran: dict[int, set[str]] = defaultdict(set)
+    """Per mutant of the gate's matrix, how many of the counted submissions behave like it (graders.problemset.
+    likeness: the one matcher, also behind the student's "looks like a known mistake" hint)."""
+    results: dict[int, list[tuple[str, bool]]] = defaultdict(list)
     for sid, name, passed in session.execute(
         select(CheckResultRow.submission_id, CheckResultRow.name, CheckResultRow.passed).where(
             CheckResultRow.submission_id.in_(counted_ids), CheckResultRow.category != _NOT_A_CHECK
         )
     ):
-        ran[sid].add(name)
-        if not passed:
-            failed[sid].add(name)
-    vectors = [frozenset(failed[sid]) for sid in counted_ids if ran[sid] == names]
-    out = []
-    for row in gate.get("files", []):
-        fails = [name for name, cell in row.get("checks", {}).items() if not cell.get("passed")]
-        if row.get("kind") != "mutant" or not fails:
-            continue
-        out.append(MutantLikeness(mutant=row["path"], failed_checks=fails, students=vectors.count(frozenset(fails))))
-    return out
+        results[sid].append((name, passed))
+    vectors = [failure_vector(results[sid], gate) for sid in counted_ids]
+    order = [str(c["name"]) for c in gate.get("checks", [])]
+    return [
+        MutantLikeness(mutant=path, failed_checks=[n for n in order if n in fails], students=vectors.count(fails))
+        for path, fails in mutant_failures(gate)
+    ]

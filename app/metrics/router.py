@@ -24,7 +24,7 @@ def process_registry() -> CollectorRegistry:
 
 @router.get("/metrics", response_class=Response)
 def metrics(request: Request, principal: PrincipalDep) -> Response:
-    """Prometheus metrics (README, "Operations"): needs a token with the `metrics` scope."""
+    """Prometheus metrics (docs/operations.md, "Metrics"): needs a token with the `metrics` scope."""
     principal.require("metrics")
     queue = CollectorRegistry(auto_describe=False)
     queue.register(QueueCollector(request.app.state.session_factory))

@@ -2,7 +2,8 @@
 and source here, so a file grades the same whichever way it arrives.
 
 Source is decoded one way everywhere: strict UTF-8 (an invalid byte is a 422 naming its offset), a leading BOM
-dropped, CRLF and lone CR line ends turned into LF (what Windows editors and browsers' text boxes send).
+dropped, CRLF and lone CR line ends turned into LF (what Windows editors and browsers' text boxes send). A Jupyter
+notebook (.ipynb) becomes the source of its code cells here (app.submissions.notebook), on every path alike.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 
 from app.errors import N_, Invalid, UnsupportedMediaType
+from app.submissions.notebook import is_notebook, source_from_notebook
 from app.submissions.schemas import SubmissionCreate
 from graders.input_limits import NUL, NUL_MESSAGE, InputTooComplex, loads_json
 from graders.kinds import kind_of
@@ -44,12 +46,24 @@ def decode_source(data: bytes | str, *, name: str = "the source", field: str = "
     return text.removeprefix(_BOM).replace("\r\n", "\n").replace("\r", "\n")
 
 
-def read_source_file(path: Path) -> str:
-    """A .py file for the CLI, decoded like an upload; raises Invalid when it cannot be read."""
+def uploaded_source(data: bytes, *, name: str, problem: ProblemBase | str | None = None) -> str:
+    """The source of an uploaded file: a .py file decoded, or a notebook's code cells (checked for the entry
+    points when the problem is known here; app.submissions.service checks them otherwise)."""
+    if not is_notebook(name):
+        return decode_source(data, name=name, field="file")
+    if isinstance(problem, ProblemBase):
+        entrypoints: list[str] | None = list(getattr(problem, "entrypoints", None) or [])
+        return source_from_notebook(data, name=name, problem_id=problem.id, entrypoints=entrypoints).source
+    return source_from_notebook(data, name=name, problem_id=problem).source
+
+
+def read_source_file(path: Path, problem: ProblemBase | str | None = None) -> str:
+    """A .py file or a notebook for the CLI, read like an upload; raises Invalid when it cannot be read."""
     try:
-        return decode_source(path.read_bytes(), name=str(path), field="file")
+        data = path.read_bytes()
     except OSError as exc:
         raise Invalid(f"cannot read {path}: {exc.strerror}", field="file") from exc
+    return uploaded_source(data, name=str(path), problem=problem)
 
 
 def parse_answers_json(text: str, *, field: str = "answers") -> dict[str, str]:
@@ -111,7 +125,8 @@ async def _parse_multipart(request: Request) -> SubmissionCreate:
     data: dict[str, Any] = {k: v for k, v in form.items() if isinstance(v, str) and k != "answers"}
     upload = form.get("file")
     if isinstance(upload, UploadFile):
-        data["code"] = decode_source(await upload.read(), name=upload.filename or "the file", field="file")
+        problem = data.get("problem")
+        data["code"] = uploaded_source(await upload.read(), name=upload.filename or "the file", problem=problem)
     answers = form.get("answers")
     if isinstance(answers, str):
         data["answers"] = parse_answers_json(answers)
@@ -121,7 +136,7 @@ async def _parse_multipart(request: Request) -> SubmissionCreate:
 def web_form_input(form: FormData, problem: ProblemBase) -> tuple[dict[str, str] | None, str | None]:
     """(answers, code) from a problem's answer form on the set page, for app.submissions.service.create."""
     if kind_of(problem).takes == "code":
-        return None, _code_from_form(form)
+        return None, _code_from_form(form, problem)
     return _answers_from_form(form, problem.part_ids()), None
 
 
@@ -136,19 +151,20 @@ def _answers_from_form(form: FormData, part_ids: list[str]) -> dict[str, str]:
     return answers
 
 
-def _code_from_form(form: FormData) -> str:
-    """The source from the uploaded .py file or, when no file was chosen, from the text box."""
+def _code_from_form(form: FormData, problem: ProblemBase) -> str:
+    """The source from the uploaded .py file or notebook or, when no file was chosen, from the text box."""
     upload = form.get("file")
     pasted = form.get("code")
     text = pasted if isinstance(pasted, str) else ""
     if isinstance(upload, UploadFile) and upload.filename:
-        if not upload.filename.endswith(".py"):
-            raise Invalid(N_("%(name)s is not a .py file."), field="file", params={"name": upload.filename})
+        if not (upload.filename.endswith(".py") or is_notebook(upload.filename)):
+            raise Invalid(N_("%(name)s is not a .py file or a notebook (.ipynb)."), field="file",
+                          params={"name": upload.filename})  # fmt: skip
         if text.strip():
             raise Invalid(N_("Send either a file or pasted code, not both (clear the text box or the file)."),
                           field="code")  # fmt: skip
-        return decode_source(upload.file.read(), name=upload.filename, field="file")
+        return uploaded_source(upload.file.read(), name=upload.filename, problem=problem)
     if not text.strip():
-        raise Invalid(N_("Choose a .py file or paste your code."), field="code")
+        raise Invalid(N_("Choose a .py file or a notebook, or paste your code."), field="code")
 
     return decode_source(text)

@@ -6,9 +6,11 @@ from datetime import datetime
 
 from app.db import utcnow
 from app.submissions.models import CheckResultRow, Status, Submission, final_score_of, round_score
+from app.submissions.notebook import left_out_notice, with_cells
 from app.submissions.release import Seal
 from app.submissions.schemas import CheckPublic, SubmissionPublic, SubmissionSummary
 from graders.grade import answer_key
+from graders.problemset.likeness import behaves_like, failure_vector
 from graders.problemset.loader import LoadedSet
 
 
@@ -23,7 +25,7 @@ def is_revealed(visibility: str, *, seal: Seal, now: datetime) -> bool:
     return seal.due_at is not None and now >= seal.due_at
 
 
-def _check(r: CheckResultRow, *, open_: bool, seal: Seal) -> CheckPublic:
+def _check(r: CheckResultRow, *, open_: bool, seal: Seal, source: str | None) -> CheckPublic:
     if not open_:
         return CheckPublic(
             name=r.name,
@@ -41,7 +43,8 @@ def _check(r: CheckResultRow, *, open_: bool, seal: Seal) -> CheckPublic:
         passed=r.passed if seal.scores else None,
         score=r.score if seal.scores else None,
         max_score=r.max_score,
-        feedback=r.feedback if seal.feedback else _FEEDBACK_LATER,
+        # A notebook's feedback cites "cell 7, line 3" rather than a line of the joined source.
+        feedback=(with_cells(r.feedback, source) if source else r.feedback) if seal.feedback else _FEEDBACK_LATER,
         visibility=r.visibility,
         duration_ms=r.duration_ms,
     )
@@ -55,7 +58,7 @@ def submission_public(sub: Submission, loaded: LoadedSet, *, seal: Seal) -> Subm
     for row in sub.checks:
         open_ = is_revealed(row.visibility, seal=seal, now=now)
         sealed += not open_
-        checks.append(_check(row, open_=open_, seal=seal))
+        checks.append(_check(row, open_=open_, seal=seal, source=_code_of(sub)))
     grade = sub.grade
     graded = sub.status == Status.GRADED and grade is not None
     scored = graded and seal.scores
@@ -98,16 +101,46 @@ def submission_public(sub: Submission, loaded: LoadedSet, *, seal: Seal) -> Subm
         checks=checks,
         sealed_checks=sealed,
         explanation=explanation,
+        bug_hint=_bug_hint(sub, problem) if graded and seal.feedback and not hidden else None,
         answer_key=key,
         error=sub.error if seal.staff else None,
     )
 
 
+def _bug_hint(sub: Submission, problem: object) -> dict[str, str] | None:
+    """The instructor's words for the known mistake this submission behaves like (graders.problemset.likeness, the
+    statistics page's matcher), or None. Only called when every check's outcome is already shown to the viewer: the
+    hint then says nothing the checks do not, and never names a hidden input."""
+    hints = getattr(problem, "bug_hints", None) or {}
+    report = sub.problem_set_version.validation_report or {}
+    gate = report.get("mutant_gates", {}).get(sub.problem_id) if hints else None
+    if not gate:
+        return None
+    vector = failure_vector(((r.name, r.passed) for r in sub.checks if r.category != _NOT_A_CHECK), gate)
+    for mutant in behaves_like(gate, vector):
+        if mutant in hints:
+            words = hints[mutant]
+            return {"en": words} if isinstance(words, str) else dict(words)
+    return None
+
+
+_NOT_A_CHECK = "manual"  # a rubric row, not a check of the gate's matrix (as in app.gradebook.stats)
+
+
+def _code_of(sub: Submission) -> str | None:
+    code = sub.payload.get("code") if isinstance(sub.payload, dict) else None
+    return code if isinstance(code, str) else None
+
+
 def _message(sub: Submission, sealed: int, seal: Seal, hidden: bool) -> str:
     graded = sub.status == Status.GRADED and sub.grade is not None
     if graded and hidden:
-        return _SEALED if sealed and seal.scores else _SCORES_LATER
-    return sub.grade.message if graded and sub.grade else _status_message(sub)
+        message = _SEALED if sealed and seal.scores else _SCORES_LATER
+    else:
+        message = sub.grade.message if graded and sub.grade else _status_message(sub)
+    code = _code_of(sub)
+    notice = left_out_notice(code) if code else None  # a notebook's IPython lines (%time, !pip) were not graded
+    return f"{message} {notice}".strip() if notice else message
 
 
 def _status_message(sub: Submission) -> str:

@@ -43,7 +43,11 @@ _BODY_DOC: dict[str, Any] = {
                     "properties": {
                         "problem_set": {"type": "string", "maxLength": 64},
                         "problem": {"type": "string", "maxLength": 64},
-                        "file": {"type": "string", "format": "binary", "description": "a .py file (code problems)"},
+                        "file": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "a .py file or a notebook, .ipynb (code problems)",
+                        },
                         "answers": {"type": "string", "description": "JSON object: part id -> text"},
                         "source": {"type": "string", "enum": ["web", "api", "ci"]},
                     },

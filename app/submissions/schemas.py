@@ -64,6 +64,11 @@ class SubmissionPublic(BaseModel):
     checks: list[CheckPublic]
     sealed_checks: int = Field(0, description="checks whose results open after the due date")
     explanation: dict[str, str] | None = Field(None, description="the explanation, once released")
+    bug_hint: dict[str, str] | None = Field(
+        None,
+        description="when the submission fails exactly the checks of a known mistake (a mutant of the set's gate) "
+        "and the instructor wrote words for it: those words by language code ('en' when given as one text)",
+    )
     answer_key: dict[str, str] | None = Field(None, description="part id -> reference answer, once released")
     error: str | None = Field(None, description="internal grading error (instructors only)")
 

@@ -21,6 +21,7 @@ from app.problemsets.models import ProblemSet
 from app.problemsets.service import loaded_version
 from app.submissions.allocation import store_next_attempt
 from app.submissions.models import Source, Status, Submission
+from app.submissions.notebook import require_entrypoints
 from app.users.models import User
 from graders.grade import check_payload, format_errors
 from graders.kinds import PayloadInvalid, kind_of
@@ -64,7 +65,8 @@ def create(
     if problem is None:
         raise Invalid(N_("unknown problem %(problem)s in set %(set)s"), field="problem",
                       params={"problem": repr(problem_id), "set": repr(problem_set)})  # fmt: skip
-
+    if code is not None:  # a notebook sent through the API: its entry points are checked once the problem is known
+        require_entrypoints(code, list(getattr(problem, "entrypoints", None) or []))
     try:
         payload = check_payload(problem, answers=answers, code=code)
     except PayloadInvalid as exc:

@@ -4,7 +4,7 @@ A kind's name is read off its spec's ``kind: Literal[...]`` field, so the list o
 hand. Everything that needs "which answer kinds exist" (the problem-set parser, the validator, the student view,
 the answer form's hints) asks this table.
 
-Adding an answer kind (README, "Adding an answer kind"): write ``graders/answers/<kind>.py`` with its spec (a
+Adding an answer kind (docs/extending.md, "Adding an answer kind"): write ``graders/answers/<kind>.py`` with its spec (a
 subclass of ``AnswerSpec``) and its grader, register it at the bottom of this file, and add its tests.
 """
 

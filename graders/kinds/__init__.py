@@ -1,8 +1,9 @@
 """The table of problem kinds: each kind's model and behaviour (payload, grading, validation, student view).
 
-Ask ``kind_of(problem)`` instead of branching on ``problem.kind``. Adding a problem kind (README, "Adding a problem
-kind"): write ``graders/kinds/<kind>.py`` with its model and a ProblemKind subclass, register it below, and add its
-tests. Its ``takes`` ("answers" or "code") picks the answer form the set page shows, so no template changes.
+Ask ``kind_of(problem)`` instead of branching on ``problem.kind``. Adding a problem kind (docs/extending.md,
+"Adding a problem kind"): write ``graders/kinds/<kind>.py`` with its model and a ProblemKind subclass, register it
+below, and add its tests. Its ``takes`` ("answers" or "code") picks the answer form the set page shows, so no
+template changes.
 """
 
 from __future__ import annotations

@@ -132,6 +132,12 @@ def check_files(spec: ProblemSetSpec, files: dict[str, bytes]) -> list[SetError]
             prefix = problem.solutions_dir().rstrip("/") + "/"
             if not any(name.startswith(prefix) and name.endswith(".py") for name in files):
                 errors.append(SetError(SET_FILE, f"{where}.solutions", f"no reference solution (*.py) under {prefix}"))
+            mutants = problem.mutants_dir().rstrip("/") + "/"
+            errors += [
+                SetError(SET_FILE, f"{where}.bug_hints", f"{name!r} is not a mutant of this problem (under {mutants})")
+                for name in problem.bug_hints
+                if mutants + name not in files
+            ]
     return errors
 
 

@@ -1,7 +1,7 @@
 """One JSON error shape for every error, declared in an OpenAPI document that validates.
 
 Each response below is checked against the ErrorBody schema taken from the served document itself, so the shape
-the README promises, the shape the document declares and the shape the server sends cannot drift apart.
+docs/api.md promises, the shape the document declares and the shape the server sends cannot drift apart.
 """
 
 from __future__ import annotations

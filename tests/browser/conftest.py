@@ -218,7 +218,7 @@ def shot(page: Any, name: str) -> Path:
 
 
 def shot_of(locator: Any, name: str) -> Path:
-    """A screenshot of one element (the README's pictures are taken this way, then copied to docs/screenshots/)."""
+    """A screenshot of one element (docs/pages.md's pictures are taken this way, then copied to docs/screenshots/)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
     locator.screenshot(path=str(path))

@@ -4,7 +4,7 @@ and both files against the code they start: every AUTOGRADER_ variable is a sett
 CLI's, the image installs what the Makefile installs (less the dev extras) and copies every package it needs.
 
 What is not done here: building the image and starting the stack (no registry to pull python:3.11-slim, postgres
-and redis from). README "Scaling out" says so."""
+and redis from). docs/operations.md, "Scaling out", says so."""
 
 from __future__ import annotations
 

@@ -42,9 +42,9 @@ def test_code_form_and_its_messages(client, accounts, code_set):  # type: ignore
     def post(data, files=None):  # type: ignore[no-untyped-def]
         return client.post("/sets/codeset/problems/c1", data={**data, "csrf_token": token}, files=files)
 
-    assert "Choose a .py file or paste your code" in post({"code": "  "}).text
+    assert "Choose a .py file or a notebook, or paste your code" in post({"code": "  "}).text
     wrong_type = post({}, files={"file": ("notes.txt", b"x = 1", "text/plain")})
-    assert wrong_type.status_code == 422 and "notes.txt is not a .py file" in wrong_type.text
+    assert wrong_type.status_code == 422 and "notes.txt is not a .py file or a notebook" in wrong_type.text
     both = post({"code": "def softmax(x): ..."}, files={"file": ("a.py", b"x = 1", "text/x-python")})
     assert "not both" in both.text
     latin1 = post({}, files={"file": ("a.py", "x = 'é'".encode("latin-1"), "text/x-python")})

@@ -200,12 +200,12 @@ def test_domain_errors_read_in_the_viewers_language_with_their_values_the_api_ke
     offering_zone = i18n.error_text(request_with({"Accept-Language": "zh-CN"}), closed, zone="Europe/Berlin")
     assert offering_zone.endswith("2026-12-01 16:59 Europe/Berlin")
     # A value is filled in as given: a student's text with % in it is not read as a placeholder.
-    odd = Invalid(N_("%(name)s is not a .py file."), params={"name": "100%(x)s.txt"})
-    assert i18n.error_text(zh, odd) == "100%(x)s.txt 不是 .py 文件。"
-    assert odd.message == "100%(x)s.txt is not a .py file."
+    odd = Invalid(N_("%(name)s is not a .py file or a notebook (.ipynb)."), params={"name": "100%(x)s.txt"})
+    assert i18n.error_text(zh, odd) == "100%(x)s.txt 不是 .py 文件，也不是 notebook（.ipynb）。"
+    assert odd.message == "100%(x)s.txt is not a .py file or a notebook (.ipynb)."
     # Fixed messages are translated; a message the catalog lacks reads as made.
-    chosen = Invalid(N_("Choose a .py file or paste your code."))
-    assert i18n.refusal_message(zh, chosen) == "请选择一个 .py 文件或粘贴代码。"
+    chosen = Invalid(N_("Choose a .py file or a notebook, or paste your code."))
+    assert i18n.refusal_message(zh, chosen) == "请选择一个 .py 文件或 notebook，或粘贴代码。"
 
     assert i18n.refusal_message(zh, Invalid("something else")) == "something else"
 

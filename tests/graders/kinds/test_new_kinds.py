@@ -1,4 +1,4 @@
-"""A new answer kind and a new problem kind, each added through its table alone (the README's recipes).
+"""A new answer kind and a new problem kind, each added through its table alone (the recipes of docs/extending.md).
 
 Nothing outside the registration is touched: the problem-set parser, the validator, the grader entry point and the
 student view all learn the new kind from the tables.
