@@ -110,6 +110,10 @@ class Settings(BaseSettings):
     lti_clock_leeway_s: float = Field(
         default=60, ge=0, le=600, description="how far an LMS's clock may be off for an id_token's iat, nbf and exp"
     )
+    lti_allow_http: bool = Field(
+        default=False,
+        description="development only: accept plain-http LMS URLs at registration (a test platform on 127.0.0.1)",
+    )
     lti_passback_retry_delays_s: list[float] = Field(
         default=[10, 60, 300, 1800, 7200, 21600],
         description="the waits before each retry of an LTI grade passback (+-20 % jitter; Retry-After wins)",

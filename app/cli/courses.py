@@ -17,6 +17,7 @@ from app.courses.models import Assignment, Counts, Course, MemberRole, Offering,
 from app.courses.permissions import Action
 from app.gradebook.overrides import affected_users, rescore
 from app.input_types import to_utc
+from app.lti.passback import requeue_held
 
 courses_app = typer.Typer(help="Courses (admins).", no_args_is_help=True)
 offerings_app = typer.Typer(help="Offerings (terms) of a course.", no_args_is_help=True)
@@ -228,6 +229,7 @@ def set_assignment(
     with admin_session() as session:
         row = courses.get_assignment(session, operator_access(session), assignment, Action.ASSIGNMENTS)
         courses.update_assignment(session, row, **policy)
+        requeue_held(session, row.id)  # LMS scores the release policy held: posted now if released
         session.commit()
         typer.echo(f"assignment {row.id} updated")
 

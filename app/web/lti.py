@@ -129,6 +129,7 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
         request.app.state.session_factory, keys, params=params, secure=_secure(request),
         cookies=lti_frame.launch_cookies(request, params, settings),
         leeway_s=settings.lti_clock_leeway_s,
+        tool_url=settings.public_url,  # target_link_uri must be on this tool
     )  # fmt: skip
     choices = lti_provision.link_choices(session, claims)
     if choices:

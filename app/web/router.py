@@ -16,6 +16,7 @@ from app.web import (
     lti,
     lti_frame,
     preferences,
+    similarity,
     student,
     webhooks,
 )
@@ -34,4 +35,5 @@ router.include_router(aliases.router)
 router.include_router(lti.router)
 router.include_router(lti_frame.router)
 router.include_router(preferences.router)
+router.include_router(similarity.router)
 router.mount("/static", StaticFiles(directory=HERE / "static"), name="static")

@@ -6,8 +6,9 @@ blocked on their request pipe. Nothing a waiting child holds depends on any subm
 zygote (which never holds submission data) with only the ceiling limits, its seat's uid and working dir. When a
 submission takes one (``take``), the trusted side lowers its cgroup limits to the submission's and sends the
 limits, which the child applies to its rlimits before it serves anything else (``child.Server.limits``); then the
-source is sent. A child serves one submission, or one hidden check, and is never reused: ``release`` kills it at
-once, and a housekeeper thread reaps it, wipes its working dir and forks its replacement, off the critical path.
+source is sent. A child serves one submission's visible checks, or its hidden (or sealed) checks, and is never
+reused: ``release`` kills it at once, and a housekeeper thread reaps it, wipes its working dir and forks its
+replacement, off the critical path.
 
 The ceiling is the field-wise largest of the limits seen (it starts at ``RunLimits()``): a waiting child whose
 ceiling is below a submission's limits is discarded and one is forked on the spot at the new ceiling.
@@ -147,7 +148,7 @@ class ChildPool:
         return process, seat
 
     def want(self, role: str, count: int) -> None:
-        """A submission will need ``count`` children of ``role`` (one per hidden check): keep that many waiting.
+        """A submission will need ``count`` children of ``role`` (hidden checks: one, and one for sealed checks).
 
         Bounded by ``max_depth`` and by the role's seats; it never shrinks (a grader grades the same few problems).
         The depth depends on the problem, never on a submission's code.

@@ -36,7 +36,8 @@ class PendingLaunch:
     """What the platform sends for the next login with this login_hint: claims, and how to spoil them."""
 
     claims: dict[str, Any]
-    tamper: str = ""  # "signature", "expired", "audience", "azp", "issuer", "deployment", "version"
+    # "signature", "expired", "audience", "azp", "issuer", "deployment", "version"; "no-azp" (the claim left out)
+    tamper: str = ""
 
 
 @dataclass
@@ -68,6 +69,12 @@ class TestPlatform:
         self.tokens: dict[str, set[str]] = {}
         self.assertions: list[dict[str, Any]] = []
         self.deep_link_responses: list[dict[str, Any]] = []
+        self.lineitem_posts = 0  # line items created through POST /lineitems
+        self.container_gets = 0  # GET /lineitems (the container, AGS section 3.2)
+        # Set: a GET of the container waits on it (after setting container_reached), so a test holds one
+        # sender inside its lookup while another runs.
+        self.container_gate: threading.Event | None = None
+        self.container_reached = threading.Event()
         self.lock = threading.Lock()
 
     def reset(self) -> None:
@@ -81,6 +88,9 @@ class TestPlatform:
             self.tokens.clear()
             self.assertions.clear()
             self.deep_link_responses.clear()
+            self.lineitem_posts = self.container_gets = 0
+            self.container_gate = None
+            self.container_reached.clear()
 
     # --- keys ------------------------------------------------------------------------------------------------
 
@@ -137,6 +147,8 @@ class TestPlatform:
             claims[LTI + "deployment_id"] = "9:unknown"
         elif tamper == "version":
             claims[LTI + "version"] = "1.1"
+        elif tamper == "no-azp":
+            claims.pop("azp", None)
         token = self.sign(claims)
         if tamper == "signature":
             head, _, sig = token.split(".")
@@ -147,11 +159,12 @@ class TestPlatform:
 
     # --- helpers for the tests -----------------------------------------------------------------------------------
 
-    def add_lineitem(self, label: str, score_maximum: float, resource_link_id: str = "") -> str:
+    def add_lineitem(self, label: str, score_maximum: float, resource_link_id: str = "", tag: str = "") -> str:
         item_id = uuid.uuid4().hex[:8]
         url = f"{self.base_url}/lineitems/{item_id}"
         self.lineitems[item_id] = {
             "id": url, "label": label, "scoreMaximum": score_maximum, "resourceLinkId": resource_link_id,
+            **({"tag": tag} if tag else {}),
         }  # fmt: skip
         return url
 
@@ -290,9 +303,18 @@ class _Handler(BaseHTTPRequestHandler):
         if url.path == "/lineitems":
             if not (self._scopes() or set()) & {LINEITEM_SCOPE}:
                 return self._send(401, {"error": "invalid token"})
+            with p.lock:
+                p.container_gets += 1
+            gate = p.container_gate
+            if gate is not None:
+                p.container_reached.set()
+                gate.wait(30)
             items = list(p.lineitems.values())
+            # AGS 2.0 section 3.2.4: the container filtered by resource_link_id, resource_id and tag.
             if "resource_link_id" in query:
                 items = [i for i in items if i["resourceLinkId"] == query["resource_link_id"]]
+            if "tag" in query:
+                items = [i for i in items if i.get("tag") == query["tag"]]
             return self._send(200, items, ctype="application/vnd.ims.lis.v2.lineitemcontainer+json")
         return self._send(404, {"error": "not found"})
 
@@ -355,7 +377,11 @@ class _Handler(BaseHTTPRequestHandler):
             if LINEITEM_SCOPE not in (self._scopes() or set()):
                 return self._send(401, {"error": "invalid token"})
             body = self._body()
-            item = p.add_lineitem(body.get("label", ""), body["scoreMaximum"], body.get("resourceLinkId", ""))
+            with p.lock:
+                p.lineitem_posts += 1
+                item = p.add_lineitem(
+                    body.get("label", ""), body["scoreMaximum"], body.get("resourceLinkId", ""), body.get("tag", "")
+                )
             return self._send(201, p.lineitems[item.rsplit("/", 1)[1]])
         if url.path == "/deep_link_return":
             form = self._form()
