@@ -16,10 +16,12 @@ ARG PIP_EXTRA_INDEX_URL=""
 COPY pyproject.toml constraints.txt README.md ./
 COPY app/__init__.py app/__init__.py
 COPY graders/__init__.py graders/__init__.py
+COPY checklibs/__init__.py checklibs/__init__.py
 RUN pip install --no-cache-dir -c constraints.txt -e .
 
 COPY app app
 COPY graders graders
+COPY checklibs checklibs
 COPY migrations migrations
 COPY problems problems
 

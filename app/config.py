@@ -57,8 +57,8 @@ class Settings(BaseSettings):
     )
     grade_answers_inline: bool = Field(
         default=True,
-        description="embedded mode: grade fill-in answers in the API process right after storing them (queued "
-        "first); false sends every submission through the workers, as a broker does",
+        description="embedded mode: grade fill-in answers in the API process and store them graded (never "
+        "queued); false sends every submission through the workers, as a broker does",
     )
     max_grading_attempts: int = Field(default=3, ge=1, description="internal errors are retried this often")
     min_free_disk_bytes: int = Field(
@@ -109,6 +109,10 @@ class Settings(BaseSettings):
     lti_key_grace_s: int = Field(default=7 * 86400, ge=0, description="a rotated LTI key stays published this long")
     lti_clock_leeway_s: float = Field(
         default=60, ge=0, le=600, description="how far an LMS's clock may be off for an id_token's iat, nbf and exp"
+    )
+    lti_allow_http: bool = Field(
+        default=False,
+        description="development only: accept plain-http LMS URLs at registration (a test platform on 127.0.0.1)",
     )
     lti_passback_retry_delays_s: list[float] = Field(
         default=[10, 60, 300, 1800, 7200, 21600],

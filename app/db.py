@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, DateTime, MetaData, create_engine, event
 from sqlalchemy.engine import Dialect, Engine
@@ -15,6 +15,9 @@ from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
 from app.safe_text import scrub_surrogates
+
+if TYPE_CHECKING:
+    from app.config import Settings
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -42,11 +45,21 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def engine_for(settings: Settings) -> Engine:
+    """The one way a process makes its engine from its settings, connect and statement timeouts included: `serve`,
+    the workers (app.worker.runtime) and the CLI's commands that open the database (app.cli.common)."""
+    return make_engine(
+        settings.resolved_database_url,
+        connect_timeout_s=settings.database_connect_timeout_s,
+        statement_timeout_s=settings.database_statement_timeout_s,
+    )
+
+
 def make_engine(url: str, *, connect_timeout_s: int = 10, statement_timeout_s: float = 0) -> Engine:
     """The engine of ``url``. PostgreSQL: a connection not made within ``connect_timeout_s`` fails (a server that
     drops packets, or accepts and never answers, would otherwise hang the request for the kernel's minutes of TCP
-    retries), and with ``statement_timeout_s`` the server cancels a longer statement (0: none; only `serve` and the
-    workers set it, the migrations and the other commands run without)."""
+    retries), and with ``statement_timeout_s`` the server cancels a longer statement (0: none). Processes make
+    theirs with ``engine_for``; the migrations and the backup commands' short-lived inspections use this alone."""
     if url.startswith("sqlite"):
         # Enough connections for every request thread (anyio's 40) and the grading threads at once: a SQLite
         # connection costs little, and a request should wait for the database's lock, not for a free connection.

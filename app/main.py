@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
-from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import Scope
 
 from app import disk_space
@@ -23,27 +22,20 @@ from app.api.users import router as users_router
 from app.api.webhooks import offering_router as offering_webhooks_router
 from app.api.webhooks import router as webhooks_router
 from app.config import Settings, get_settings
-from app.courses.service import default_assignment
 from app.deps import get_principal
 from app.error_format import ServerErrors, install_error_handlers, install_openapi
 from app.limits import BodySizeLimit, RefuseNul
-from app.lti.sender import PassbackSender
 from app.metrics import registry as metrics
-from app.problemsets.set_loader import SetLoader
 from app.ratelimit.errors import install_handler as install_rate_limit_handler
-from app.ratelimit.service import build_limiter
 from app.request_id import RequestIdMiddleware
 from app.security_headers import SecurityHeaders
-from app.submissions.events import GradeEvents, RedisRelay
+from app.session_cookie import SessionCookie
 from app.users.password_checks import PasswordChecks
 from app.web.too_large import HtmlTooLarge
 from app.web.trial_jobs import trial_jobs
 from app.web.upload_jobs import upload_jobs
-from app.webhooks.sender import WebhookSender
+from app.wiring import wire_serve
 from app.worker.code_grader import LazyCodeGrader
-from app.worker.outbox import BrokerOutbox, broker_answers
-from app.worker.pool import EmbeddedPool
-from app.worker.runtime import WorkerRuntime
 
 log = logging.getLogger(__name__)
 
@@ -59,66 +51,17 @@ def create_app(
     with load_problems_on_start): the lifespan loads and gates the problems folder in the background, after the
     port is open (app.problemsets.set_loader), and `/healthz` shows each set's state."""
     settings = settings or get_settings()
-    # Built in every mode: requests need its sessions, and uploads validate with its (lazy) code grader. With a
-    # broker there is no pool, and the grader is built only if an uploaded set has code problems.
-    runtime = WorkerRuntime(settings, code_grader=code_grader)
-    embedded = settings.broker_url is None and settings.workers > 0
-    pool = EmbeddedPool(runtime.job, settings.workers) if embedded else None
-    # ?wait requests are woken when their grade is written: by the embedded workers directly, or through Redis
-    # from the scale-out workers (app.submissions.events).
-    grade_events = GradeEvents()
-    runtime.job.on_finished = grade_events.finished
-    broker = settings.broker_url or ""
-    relay = RedisRelay(broker, grade_events) if broker.startswith("redis") else None
-    outbox = _outbox(settings, runtime) if settings.broker_url else None
-    limiter = build_limiter(settings, runtime.session_factory)
-    # Webhooks are sent where grading happens: here with embedded workers, else by `autograder worker`.
-    sender = WebhookSender(settings, runtime.session_factory) if embedded else None
-    passback = PassbackSender(settings, runtime.session_factory) if embedded else None  # LMS grades, likewise
-    # With the grading sandbox: the gate's gradings take turns with the students' for its slots.
-    loader = (
-        SetLoader(
-            settings,
-            runtime.session_factory,
-            runtime.code_grader,
-            assign=default_assignment,
-            write_gate=runtime.write_gate,
-        )
-        if load_sets
-        else None
-    )
+    # Which background services run, and in which order they start and stop: app.wiring, written once.
+    wiring = wire_serve(settings, start_workers=start_workers, code_grader=code_grader, load_sets=load_sets)
+    runtime = wiring.runtime
+    pool, outbox, loader, limiter = wiring.pool, wiring.outbox, wiring.loader, wiring.limiter
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if relay is not None:
-            relay.start()
-        if outbox is not None:
-            outbox.start()
-        if pool is not None and start_workers:
-            pool.start()
-            runtime.prewarm()
-            if sender is not None:
-                sender.start()
-            if passback is not None:
-                passback.start()
-        if loader is not None:
-            loader.start()  # a thread: the port opens now, whatever the sets' gates cost
+        runtime.start()
         try:
             yield
         finally:
-            if loader is not None:
-                loader.stop()
-            if pool is not None:
-                pool.stop()
-            if sender is not None:
-                sender.stop()
-            if passback is not None:
-                passback.stop()
-            if relay is not None:
-                relay.stop()
-            if outbox is not None:
-                outbox.stop()
-            limiter.close()
             runtime.close()
 
     app = FastAPI(
@@ -136,14 +79,14 @@ def create_app(
     app.state.upload_jobs = upload_jobs()
     app.state.trial_jobs = trial_jobs()
     app.state.pool = pool
-    app.state.grade_events = grade_events
+    app.state.grade_events = wiring.grade_events
     app.state.limiter = limiter
     app.state.password_checks = PasswordChecks(settings.password_checks)
-    app.state.webhook_sender = sender
-    app.state.lti_passback = passback
+    app.state.webhook_sender = wiring.sender
+    app.state.lti_passback = wiring.passback
     app.state.set_loader = loader
     app.state.outbox = outbox
-    app.state.dispatch = outbox.dispatch if outbox is not None else _dispatcher(pool)
+    app.state.dispatch = wiring.dispatch()
 
     def limit_for(scope: Scope) -> int:
         path = scope["path"].rstrip("/")
@@ -154,12 +97,12 @@ def create_app(
     app.add_middleware(HtmlTooLarge)  # pages get an HTML 413, the API keeps its JSON
     disk_space.install(app, settings.data_dir, settings.min_free_disk_bytes)
     app.add_middleware(RefuseNul)
+    # Starlette's signed cookie session, SameSite=Lax, or partitioned for a launch in an LMS's iframe.
     app.add_middleware(
-        SessionMiddleware,
+        SessionCookie,
         secret_key=settings.resolved_secret_key(),
         session_cookie=settings.session_cookie,
         max_age=settings.session_max_age_s,
-        same_site="lax",
         https_only=settings.secure_cookies,
     )
     # Inside the access log and the request id, so a 500 or a 503 is logged and carries the id (Starlette's own
@@ -212,14 +155,3 @@ def create_app(
 
     app.include_router(web_router)
     return app
-
-
-def _dispatcher(pool: EmbeddedPool | None) -> Callable[[int], None]:
-    return (lambda _id: pool.notify()) if pool is not None else (lambda _id: None)
-
-
-def _outbox(settings: Settings, runtime: WorkerRuntime) -> BrokerOutbox:
-    from app.worker.celery_app import make_enqueue
-
-    url = settings.broker_url or ""
-    return BrokerOutbox(make_enqueue(settings), runtime.session_factory, lambda: broker_answers(url))

@@ -2,11 +2,11 @@
 
 Run: .venv/bin/python -m bench.bench_code_grading [--runs N] [--fresh-runs M] [--mode bwrap|unsafe-local]
 
-The problem is a trivial torch one: two checks, both hidden (the default), so one grading uses three children: the
-submission's own and one per hidden check (docs/sandbox.md). Two paces are measured: "settled", where each
-submission finds the slot's pool of pre-forked children full (a warm grader between submissions: what one
-submission waits for), and "back to back", where each submission starts the moment the previous one returned, so
-the pool's refill (fork + lockdown + reap of three children per grading) bounds the rate.
+The problem is a trivial torch one: two checks, both hidden (the default), so one grading uses two children: the
+submission's own (which loads the source) and the one its hidden checks share (docs/sandbox.md). Two paces are
+measured: "settled", where each submission finds the slot's pool of pre-forked children full (a warm grader between
+submissions: what one submission waits for), and "back to back", where each submission starts the moment the
+previous one returned, so the pool's refill (fork + lockdown + reap of two children per grading) bounds the rate.
 Targets (issue 10, P1): warm p50 <= 10 ms, and >= 150x faster than the fresh process.
 """
 
@@ -162,7 +162,7 @@ def main() -> None:
         back_to_back = bench_warm(mode, checks_path, args.runs, settle=False)
         fresh = bench_fresh(folder, checks_path, args.fresh_runs)
     f50, f95 = percentile(fresh, 0.5) * 1000, percentile(fresh, 0.95) * 1000
-    print(f"P1: trivial torch problem (2 hidden checks: 3 children a grading), mode {mode}")
+    print(f"P1: trivial torch problem (2 hidden checks: 2 children a grading), mode {mode}")
     for label, warm in (("warm, pool settled", settled), ("warm, back to back", back_to_back)):
         w50, w95 = percentile(warm, 0.5) * 1000, percentile(warm, 0.95) * 1000
         print(f"  {label:<30} p50 {w50:7.1f} ms  p95 {w95:7.1f} ms  ({len(warm)} runs)  fresh/warm {f50 / w50:6.1f}x")

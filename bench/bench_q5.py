@@ -4,9 +4,9 @@ Run: ``.venv/bin/python -m bench.bench_q5 [--runs 20] [--solution problems/atten
 
 The in-process baseline (trusted file, no sandbox, one torch thread like the jail) shows what the checks cost by
 themselves; the difference is the sandbox: taking pre-forked children from the slot's pool (one for the visible
-checks, one per hidden check, one reference child for the timing check), the wire, the RPC round trips. Two paces,
-as in bench_code_grading: "settled" (the pool is full when a submission arrives) and "back to back" (the pool's
-refill bounds the rate). Targets (issue 10, P1q5): sandboxed p50 <= 150 ms and <= 1.5x the in-process run.
+checks, one shared by the hidden checks, one reference child for the timing check), the wire, the RPC round trips.
+Two paces, as in bench_code_grading: "settled" (the pool is full when a submission arrives) and "back to back" (the
+pool's refill bounds the rate). Targets (issue 10, P1q5): sandboxed p50 <= 150 ms and <= 1.5x the in-process run.
 
 The sandboxed runs import and run the checks in the set's jailed checker (``graders.code.checker``), as the service
 does; the line "checks in the service (before)" grades with the same warm grader but the checks imported here, as
@@ -88,7 +88,7 @@ def main() -> None:
 
     from graders.code.runner import CodeGrader
     from graders.sandbox.config import SandboxConfig
-    from tests.graders.code.attention.direct_proxy import DirectGrader
+    from tests.checklibs.attention.direct_proxy import DirectGrader
 
     problem = load_problem_set(SET_ROOT).spec.problem("q5")
     assert isinstance(problem, CodeProblem)

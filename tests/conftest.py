@@ -2,7 +2,13 @@
 an app with embedded workers, users, and logged-in clients.
 
 The database fixture is parametrised over both backends. The PostgreSQL half skips when the server is missing,
-except in CI (AUTOGRADER_TEST_REQUIRE_SERVICES=1), where it fails.
+except in CI (AUTOGRADER_TEST_REQUIRE_SERVICES=1), where it fails. Keep that twin where the backends can differ
+(constraints, types, locking, case, migrations, what the database stores); a test of access checks or of input
+refused before anything is stored runs on SQLite only (``parametrize("database_url", ["sqlite"], indirect=True)``
+with a comment saying why).
+
+A module marked ``pytestmark = pytest.mark.shared_app`` has one app per backend for all its tests, the rows deleted
+before each (see _SharedApps for what such a module must not do); a test marked ``shared_app(False)`` opts out.
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import MetaData, create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
 
 from app.config import Settings
 from app.db import make_engine, make_session_factory
@@ -66,27 +73,65 @@ def fresh_postgres_database(prefix: str) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def postgres_database() -> Iterator[str]:
-    """A fresh PostgreSQL database for this test session, migrated to head, dropped at the end."""
+    """A fresh PostgreSQL database for this test session, migrated to head, dropped at the end.
+
+    Its commits do not wait for the disk (synchronous_commit off, this database only): nothing a test observes
+    changes, short of the server crashing, and the hundreds of set-ups' commits stop costing a WAL flush each.
+    """
     with fresh_postgres_database("autograder_test") as url:
         upgrade(url)
+        engine = create_engine(url, isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            conn.execute(text(f'ALTER DATABASE "{make_url(url).database}" SET synchronous_commit = off'))
+        engine.dispose()
         yield url
 
 
-def _truncate_postgres(url: str) -> None:
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(
-            text(
-                "TRUNCATE check_result, grade, submission, assignment_override, assignment, membership, offering, "
-                'course, problem_set_version, problem_set, api_token, "user", '
-                "rate_limit_counter, regrade_batch, webhook_attempt, webhook_delivery, webhook_endpoint, lti_passback, "
-                "lti_resource_link, "
-                "lti_context, lti_user, lti_deployment, lti_platform, lti_launch_state, lti_roster_sync, "
-                "invitation, assignment_start "
-                "RESTART IDENTITY CASCADE"
-            )
-        )
-    engine.dispose()
+class _Emptier:
+    """Empties a migrated database for the next test: every table's rows (the migrations seed none but Alembic's
+    own) and the id counters, so ids start at 1 again. Rows are deleted child tables first, in one transaction:
+    on tables this small that costs milliseconds, where PostgreSQL's TRUNCATE of 28 tables cost about a second
+    (it makes new files for each). The tables are read from the database itself, so a new migration's table is
+    emptied too."""
+
+    def __init__(self, url: str) -> None:
+        self.engine = create_engine(url, poolclass=NullPool)
+        metadata = MetaData()
+        metadata.reflect(self.engine)
+        self.tables = [t for t in reversed(metadata.sorted_tables) if t.name != "alembic_version"]
+        self.postgres = self.engine.dialect.name == "postgresql"
+        with self.engine.connect() as conn:
+            if self.postgres:
+                query = "SELECT oid::regclass::text FROM pg_class WHERE relkind = 'S'"
+                self.sequences = list(conn.scalars(text(query)))
+            else:
+                self.sequences = []
+                self.sqlite_sequence = bool(
+                    conn.scalar(text("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_sequence'"))
+                )
+
+    def empty(self) -> None:
+        with self.engine.begin() as conn:
+            for table in self.tables:
+                conn.execute(table.delete())
+            for sequence in self.sequences:
+                conn.execute(text("SELECT setval(CAST(:s AS regclass), 1, false)"), {"s": sequence})
+            if not self.postgres and self.sqlite_sequence:
+                conn.execute(text("DELETE FROM sqlite_sequence"))
+
+
+_emptiers: dict[str, _Emptier] = {}
+
+
+def empty_database(url: str) -> None:
+    """Delete every row of a migrated database (see _Emptier); its structure is read once per URL."""
+    if url not in _emptiers:
+        _emptiers[url] = _Emptier(url)
+    _emptiers[url].empty()
+
+
+def _truncate_postgres(url: str) -> None:  # the name the Celery test imports
+    empty_database(url)
 
 
 @pytest.fixture(scope="session")
@@ -101,22 +146,83 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 BOTH_DATABASES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
+def shares_app(request: pytest.FixtureRequest) -> bool:
+    """Whether the test's module is marked ``shared_app``: one app per module and backend (see _SharedApps); a test
+    marked ``shared_app(False)`` there has its own app and database, as elsewhere."""
+    marker = request.node.get_closest_marker("shared_app")
+    return marker is not None and (not marker.args or bool(marker.args[0]))
+
+
+class _SharedApps:
+    """For a module marked ``pytest.mark.shared_app``: per backend one database, one Settings (one data dir) and
+    one running app with its TestClient, for all the module's tests, instead of one of each per test.
+
+    Building the app (about 200 routes' dependants, most of it in its first request) costs a second or two; a
+    module of many short tests spends most of its time there. Before each test the database is emptied
+    (empty_database) and the client's cookies are dropped, so each test still starts from no rows and no login.
+    What is not reset: the app's memory (background jobs of the pages, the running workers) and the data dir. So
+    mark only a module whose tests do not change the app's state or settings, do not leave work running past
+    their end, and do not rely on an empty data dir.
+    """
+
+    def __init__(self, root: Path, sqlite_template: Path) -> None:
+        self.root = root
+        self.sqlite_template = sqlite_template
+        self.urls: dict[str, str] = {}
+        self.settings: dict[str, Settings] = {}
+        self.clients: dict[str, Any] = {}
+
+    def url(self, backend: str, request: pytest.FixtureRequest) -> str:
+        if backend not in self.urls:
+            if backend == "sqlite":
+                path = self.root / "shared.db"
+                path.write_bytes(self.sqlite_template.read_bytes())
+                self.urls[backend] = f"sqlite:///{path}"
+            else:
+                self.urls[backend] = request.getfixturevalue("postgres_database")
+        return self.urls[backend]
+
+    def backend_of(self, url: str) -> str:
+        return next(backend for backend, known in self.urls.items() if known == url)
+
+    def close(self) -> None:
+        """Stop the apps (the next test that shares one builds it again)."""
+        for client in self.clients.values():
+            client.__exit__(None, None, None)
+        self.clients.clear()
+
+
+@pytest.fixture(scope="module")
+def shared_apps(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[_SharedApps]:
+    apps = _SharedApps(tmp_path_factory.mktemp("shared"), sqlite_template)
+    yield apps
+    apps.close()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> Iterator[str]:
+    if shares_app(request):
+        url = request.getfixturevalue("shared_apps").url(request.param, request)
+        empty_database(url)
+        yield url
+        return
+    if request.node.get_closest_marker("shared_app") is not None:
+        # Opted out in a shared module: the shared apps' workers must not take this test's jobs (on PostgreSQL
+        # they share the database), so they stop first.
+        request.getfixturevalue("shared_apps").close()
     if request.param == "sqlite":
         path = tmp_path / "autograder.db"
         path.write_bytes(sqlite_template.read_bytes())
         yield f"sqlite:///{path}"
         return
     url = request.getfixturevalue("postgres_database")
-    _truncate_postgres(url)
+    empty_database(url)
     yield url
 
 
-@pytest.fixture
-def settings(tmp_path: Path, database_url: str) -> Settings:
+def _settings(data_dir: Path, database_url: str) -> Settings:
     return Settings(
-        data_dir=tmp_path / "data",
+        data_dir=data_dir,
         database_url=database_url,
         secret_key="test-secret-" + "x" * 32,
         workers=1,
@@ -125,6 +231,17 @@ def settings(tmp_path: Path, database_url: str) -> Settings:
         # Most API tests grade answers only; the few code tests start the sandbox on first use.
         prewarm_sandbox=False,
     )
+
+
+@pytest.fixture
+def settings(request: pytest.FixtureRequest, tmp_path: Path, database_url: str) -> Settings:
+    if shares_app(request):
+        shared = request.getfixturevalue("shared_apps")
+        backend = shared.backend_of(database_url)
+        if backend not in shared.settings:
+            shared.settings[backend] = _settings(shared.root / f"data-{backend}", database_url)
+        return shared.settings[backend]  # type: ignore[no-any-return]
+    return _settings(tmp_path / "data", database_url)
 
 
 @pytest.fixture

@@ -43,6 +43,7 @@ from app.errors import Forbidden, Invalid, NotFound
 from app.gradebook import service as gradebook
 from app.gradebook.overrides import affected_users, rescore
 from app.gradebook.schemas import Gradebook
+from app.lti.passback import requeue_held
 from app.problemsets.models import ProblemSetVersion
 from graders.input_limits import MAX_CSV_BYTES
 
@@ -362,6 +363,7 @@ def update_assignment(
     """Change an assignment's dates, attempt or release policy (instructors); only the fields sent change."""
     assignment = service.get_assignment(session, principal.access, assignment_id, Action.ASSIGNMENTS)
     service.update_assignment(session, assignment, **_policy_fields(session, body, assignment.problem_set_id))
+    requeue_held(session, assignment.id)  # LMS scores the release policy held: posted now if it releases them
     session.commit()
     return _assignment_public(session, assignment)
 

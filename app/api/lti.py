@@ -40,9 +40,11 @@ def list_platforms(principal: PrincipalDep, session: SessionDep) -> list[Platfor
 
 
 @router.post("/platforms", response_model=PlatformPublic, status_code=201, responses=error_responses(403, 409, 422))
-def register_platform(body: PlatformCreate, principal: PrincipalDep, session: SessionDep) -> PlatformPublic:
-    """Register an LMS (issuer, client id, deployments, its endpoints) (admins)."""
+def register_platform(
+    body: PlatformCreate, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
+) -> PlatformPublic:
+    """Register an LMS (issuer, client id, deployments, its endpoints; https URLs) (admins)."""
     if not principal.user.is_admin:
         raise Forbidden("only admins manage LTI platforms")
-    platform = registration.register_platform(session, **body.model_dump())
+    platform = registration.register_platform(session, **body.model_dump(), allow_http=settings.lti_allow_http)
     return _public(platform)

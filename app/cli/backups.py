@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from sqlalchemy import create_engine, func, inspect, select, table
+from sqlalchemy import func, inspect, select, table
 from sqlalchemy.engine import URL, make_url
 
 from app.cli.common import settings_or_exit
+from app.db import make_engine
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PG_MAGIC = b"PGDMP"
@@ -180,7 +181,7 @@ def _progress(_status: int, remaining: int, total: int) -> None:
 
 
 def _has_tables(url: str) -> bool:
-    engine = create_engine(url)
+    engine = make_engine(url)
     try:
         return bool(inspect(engine).get_table_names())
     finally:
@@ -191,7 +192,7 @@ def _rows_held(url: str) -> str:
     """'' for an empty database (no tables, or a migrated schema with no rows), else which tables hold rows."""
     if _is_sqlite(url) and not _sqlite_path(url).exists():
         return ""
-    engine = create_engine(url)
+    engine = make_engine(url)
     try:
         names = [name for name in inspect(engine).get_table_names() if name != "alembic_version"]
         with engine.connect() as conn:

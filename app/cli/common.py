@@ -11,7 +11,7 @@ import typer
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings, get_settings
-from app.db import make_engine, make_session_factory
+from app.db import engine_for, make_session_factory
 from app.errors import DomainError
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import LoadedSet, load_problem_set
@@ -30,8 +30,7 @@ def migrated_sessions(settings: Settings) -> sessionmaker[Session]:
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     upgrade(settings.resolved_database_url)
-    engine = make_engine(settings.resolved_database_url, connect_timeout_s=settings.database_connect_timeout_s)
-    return make_session_factory(engine)
+    return make_session_factory(engine_for(settings))  # one engine, with the settings' timeouts (app.db)
 
 
 @contextmanager

@@ -50,12 +50,13 @@ def register(
     auth_audience: Annotated[str | None, typer.Option(help="token audience, if not the token URL")] = None,
 ) -> None:
     """Register an LMS platform."""
-    with migrated_sessions(settings_or_exit())() as session:
+    settings = settings_or_exit()
+    with migrated_sessions(settings)() as session:
         try:
             platform = registration.register_platform(
                 session, issuer=issuer, client_id=client_id, deployment_ids=deployment_id, name=name,
                 auth_login_url=auth_login_url, auth_token_url=auth_token_url, keyset_url=keyset_url,
-                auth_audience=auth_audience,
+                auth_audience=auth_audience, allow_http=settings.lti_allow_http,
             )  # fmt: skip
             session.commit()
         except DomainError as exc:

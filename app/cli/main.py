@@ -118,55 +118,29 @@ def worker(
 
         start_http_server(settings.worker_metrics_port, settings.worker_metrics_host, registry=process_registry())
     slots = concurrency or max(1, settings.workers)
-    from app.lti.sender import PassbackSender
-    from app.webhooks.sender import WebhookSender
+    from app import wiring  # the services each kind of worker runs, in order, are written there once
 
     if settings.broker_url:
-        from app.db import make_engine, make_session_factory
         from app.worker.celery_app import run_worker
 
-        # Webhook deliveries are rows in the database: this worker sends them next to its Celery grading threads.
-        engine = make_engine(
-            settings.resolved_database_url,
-            connect_timeout_s=settings.database_connect_timeout_s,
-            statement_timeout_s=settings.database_statement_timeout_s,
-        )
-        sender = WebhookSender(settings, make_session_factory(engine))
-        passback = PassbackSender(settings, make_session_factory(engine))  # LMS grades, the same way
-        sender.start()
-        passback.start()
-        try:
-            run_worker(settings, slots)
-        finally:
-            passback.stop()
-            sender.stop()
-            engine.dispose()
+        with wiring.wire_celery_worker(settings, slots) as runtime:
+            runtime.start()
+            run_worker(runtime, slots)
         return
     import signal
     import threading
 
     from app.migrate import upgrade
-    from app.worker.pool import EmbeddedPool
-    from app.worker.runtime import WorkerRuntime
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     upgrade(settings.resolved_database_url)  # a polling worker may be the first process on a fresh database
-    with WorkerRuntime(settings, slots=slots) as runtime:
-        pool = EmbeddedPool(runtime.job, slots, poll_s=0.5)
+    with wiring.wire_polling_worker(settings, slots) as runtime:
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())
-        pool.start()
-        runtime.prewarm()
-        sender = WebhookSender(settings, runtime.session_factory)
-        sender.start()
-        passback = PassbackSender(settings, runtime.session_factory)
-        passback.start()
+        runtime.start()
         typer.echo(f"worker: {slots} slot(s) polling {settings.resolved_database_url.split('@')[-1]}")
         stop.wait()
-        passback.stop()
-        sender.stop()
-        pool.stop()
 
 
 @app.command()

@@ -28,6 +28,7 @@ from pylti1p3.tool_config.abstract import ToolConfAbstract
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.lti import claims
 from app.lti.keys import KeyStore
 from app.lti.models import LtiDeployment, LtiPlatform
 from app.lti.storage import DatabaseLaunchStorage
@@ -220,12 +221,18 @@ class _JwksCache:
 JWKS_CACHE = _JwksCache()
 
 
+class MalformedClaims(LtiException):
+    """The id_token is genuine, but its claims do not have the spec's shape (app.lti.claims)."""
+
+
 class FastApiMessageLaunch(MessageLaunch[PlainRequest, DatabaseToolConf, SingleUseNonces, CollectingCookies]):
-    """pylti1p3's launch validation with what it leaves out: exp and iat required, the audience checked against
-    the registration (azp too when there are several), the keyset cached and refetched on an unknown kid, and a
-    leeway for the platform's clock (``leeway_s``, AUTOGRADER_LTI_CLOCK_LEEWAY_S)."""
+    """pylti1p3's launch validation with what it leaves out: exp and iat required, the registration found by the
+    audience (``azp`` when there are several), the claims' shapes and target_link_uri (app.lti.claims), the keyset
+    cached and refetched on an unknown kid, and a leeway for the platform's clock (``leeway_s``,
+    AUTOGRADER_LTI_CLOCK_LEEWAY_S)."""
 
     leeway_s: float = 60.0
+    tool_url: str = ""  # AUTOGRADER_PUBLIC_URL: target_link_uri must be on it
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -250,16 +257,40 @@ class FastApiMessageLaunch(MessageLaunch[PlainRequest, DatabaseToolConf, SingleU
     def _get_request_param(self, key: str) -> str:
         return self._request.get_param(key)
 
-    def validate_registration(self) -> FastApiMessageLaunch:
-        super().validate_registration()
+    def get_client_id(self) -> str:
+        """The client id the id_token is for: its only audience, or (several) its ``azp``, which must be among
+        them. pylti1p3 takes ``aud[0]``, which refused a token listing our client id second."""
         body = self._get_jwt_body()
         aud = body.get("aud")
         audiences = aud if isinstance(aud, list) else [aud]
+        if not audiences or not all(isinstance(a, str) and a for a in audiences):
+            raise LtiException("the id_token's aud must be a string or an array of strings")
+        azp = body.get("azp")
+        if len(audiences) == 1:
+            return str(audiences[0])
+        if not isinstance(azp, str) or azp not in audiences:
+            raise LtiException("the id_token has several audiences and no azp among them")
+        return azp
+
+    def validate_registration(self) -> FastApiMessageLaunch:
+        super().validate_registration()  # found by (iss, get_client_id())
+        body = self._get_jwt_body()
         client_id = self._registration.get_client_id() if self._registration else None
-        if client_id not in audiences:
+        aud = body.get("aud")
+        if client_id not in (aud if isinstance(aud, list) else [aud]):
             raise LtiException("the id_token is not addressed to this tool (aud)")
-        if len(audiences) > 1 and body.get("azp") != client_id:
-            raise LtiException("the id_token has several audiences and its azp is not this tool")
+        # OpenID Connect Core 3.1.3.7: an azp, when present, is the client id (also with a single audience).
+        if "azp" in body and body.get("azp") != client_id:
+            raise LtiException("the id_token's azp is not this tool")
+        return self
+
+    def validate_message(self) -> FastApiMessageLaunch:
+        # The claims' types first: pylti1p3's validators call .get() on whatever the claims hold.
+        try:
+            claims.check(dict(self._get_jwt_body()), tool_url=self.tool_url)
+        except claims.ClaimError as exc:
+            raise MalformedClaims(str(exc)) from exc
+        super().validate_message()
         return self
 
     def fetch_public_key(self, key_set_url: str) -> Any:

@@ -21,11 +21,14 @@ from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.models import Offering
 from app.lti.keys import KeyStore
+from app.lti.lineitems import TAG
 from app.lti.storage import DatabaseLaunchStorage
 from app.lti.tool import DL_CLAIM as DL_SETTINGS
 from app.lti.tool import LaunchRefused, launch_from_cache
 from app.problemsets.models import ProblemSet
 from app.submissions.attempts import columns
+
+DL_DATA = "https://purl.imsglobal.org/spec/lti-dl/claim/data"
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,10 @@ def respond(
         raise LaunchRefused("this deep-linking launch was answered already; open the tool from the LMS again")
     settings = launch.get_launch_data().get(DL_SETTINGS)
     return_url = return_url_of(settings if isinstance(settings, dict) else {})
-    item = LineItem().set_label(problem_set.title).set_score_maximum(score_maximum).set_resource_id(problem_set.slug)
+    item = (
+        LineItem().set_label(problem_set.title).set_score_maximum(score_maximum).set_resource_id(problem_set.slug)
+        .set_tag(TAG)  # the passback finds this item in the platform's container by it (app.lti.lineitems)
+    )  # fmt: skip
     resource = (
         DeepLinkResource()
         .set_url(launch_url)
@@ -71,7 +77,11 @@ def respond(
         .set_custom_params({"problem_set": problem_set.slug})
         .set_lineitem(item)
     )
-    return DeepLinkResponse(return_url=return_url, jwt=deep_link.get_response_jwt([resource]))
+    message = deep_link.get_message_jwt([resource])
+    if message.get(DL_DATA) is None:
+        # pylti1p3 writes "data": null when the request had none; the spec says to echo data only if it was sent.
+        message.pop(DL_DATA, None)
+    return DeepLinkResponse(return_url=return_url, jwt=deep_link.encode_jwt(message))
 
 
 def return_url_of(settings: Mapping[str, Any]) -> str:

@@ -100,6 +100,28 @@ class LtiResourceLink(Base):
     context: Mapped[LtiContext] = relationship()
 
 
+class LtiLineItem(Base):
+    """The one AGS line item of a resource link, whatever the number of processes posting scores to it
+    (app.lti.lineitems): the unique key makes a single row, and the row's claim a single creator.
+
+    ``claimed_until``: a process looking the item up in the platform's container (and creating it there if it is
+    not) holds the claim until then; another one waits. A claim that ran out (its process died) is taken over, and
+    the taker looks in the container first, so an item created just before the crash is found, not made twice.
+    """
+
+    __tablename__ = "lti_lineitem"
+    __table_args__ = (UniqueConstraint("platform_id", "deployment_id", "context_id", "resource_link_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platform.id", ondelete="CASCADE"), index=True)
+    deployment_id: Mapped[str] = mapped_column(String(255))
+    context_id: Mapped[str] = mapped_column(String(255))  # the LMS's context id, as the launches carry it
+    resource_link_id: Mapped[str] = mapped_column(String(255))
+    lineitem_url: Mapped[str | None] = mapped_column(String(2000), nullable=True)
+    claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 class LtiLaunchState(Base):
     """pylti1p3's launch data storage: OIDC state, nonces (deleted when used) and validated launches, with expiry."""
 
@@ -123,7 +145,9 @@ class LtiPassback(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     resource_link_id: Mapped[int] = mapped_column(ForeignKey("lti_resource_link.id", ondelete="CASCADE"), index=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
-    # pending (waiting for next_attempt_at), sent, failed (retries exhausted; an instructor may retry)
+    # pending (waiting for next_attempt_at), sent, failed (retries exhausted; an instructor may retry), held (the
+    # release policy hides the score from the student: not posted; next_attempt_at, if set, is when a release by
+    # date may open it, and the sender looks again then)
     status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_score: Mapped[float] = mapped_column(Float, default=0.0)

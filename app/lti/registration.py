@@ -21,22 +21,33 @@ SCOPES = (
 )
 
 
-def _url(value: str, field: str) -> str:
+def _url(value: str, field: str, allow_http: bool) -> str:
+    """An https URL (LTI Security Framework: every message and service call over TLS); plain http only where
+    AUTOGRADER_LTI_ALLOW_HTTP says so (a test platform on the loopback)."""
     value = value.strip()
     parts = urlsplit(value)
-    if parts.scheme not in ("https", "http") or not parts.netloc:
-        raise Invalid(f"{field} must be an http(s) URL, got {value!r}", field=field)
+    schemes = ("https", "http") if allow_http else ("https",)
+    if parts.scheme not in schemes or not parts.netloc:
+        if parts.scheme == "http" and parts.netloc:
+            raise Invalid(
+                f"{field} must be an https URL, got {value!r} (plain http is for development only: "
+                "AUTOGRADER_LTI_ALLOW_HTTP)", field=field,
+            )  # fmt: skip
+        raise Invalid(f"{field} must be an https URL, got {value!r}", field=field)
     return value
 
 
 def register_platform(
     session: Session, *, issuer: str, client_id: str, auth_login_url: str, auth_token_url: str, keyset_url: str,
-    deployment_ids: list[str], name: str = "", auth_audience: str | None = None,
+    deployment_ids: list[str], name: str = "", auth_audience: str | None = None, allow_http: bool = False,
 ) -> LtiPlatform:  # fmt: skip
-    """Register (issuer, client id) with its endpoints and deployments; 409 if that pair is registered already."""
+    """Register (issuer, client id) with its endpoints and deployments; 409 if that pair is registered already.
+
+    The issuer and every URL must be https (``allow_http``: AUTOGRADER_LTI_ALLOW_HTTP, for development)."""
     issuer, client_id = issuer.strip(), client_id.strip()
     if not issuer:
         raise Invalid("issuer is empty", field="issuer")
+    issuer = _url(issuer, "issuer", allow_http)  # LTI Core: an https URL (Canvas's, Moodle's site URL)
     if not client_id:
         raise Invalid("client_id is empty", field="client_id")
     exists = session.scalar(
@@ -48,10 +59,10 @@ def register_platform(
         name=name.strip() or urlsplit(issuer).netloc or issuer,
         issuer=issuer,
         client_id=client_id,
-        auth_login_url=_url(auth_login_url, "auth_login_url"),
-        auth_token_url=_url(auth_token_url, "auth_token_url"),
+        auth_login_url=_url(auth_login_url, "auth_login_url", allow_http),
+        auth_token_url=_url(auth_token_url, "auth_token_url", allow_http),
         auth_audience=auth_audience.strip() if auth_audience else None,
-        keyset_url=_url(keyset_url, "keyset_url"),
+        keyset_url=_url(keyset_url, "keyset_url", allow_http),
     )
     session.add(platform)
     session.flush()

@@ -19,9 +19,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import session_scope, utcnow
+from app.lti import lineitems as lineitems_of
 from app.lti.adapters import DatabaseToolConf
 from app.lti.keys import key_store
+from app.lti.lineitems import LinkKey
 from app.lti.models import LtiContext, LtiPassback, LtiPlatform, LtiResourceLink, LtiUser
+from app.lti.passback import release_due
 from app.lti.roster_sync import run_due_syncs
 from app.lti.services import PlatformClient, ServiceError
 from app.polling_sender import PollingSender
@@ -41,9 +44,11 @@ class PassbackSender(PollingSender):
 
     def run_once(self, limit: int = 20) -> int:
         """Post the due scores this sender can claim, then run the due roster syncs; returns how many it did."""
+        # Held scores whose release by date has come are queued (or held again) first, then posted with the rest.
+        released = release_due(self.session_factory)
         made = super().run_once(limit)
         # The roster syncs instructors asked for run in this job too (not in their request).
-        return made + run_due_syncs(self.session_factory, self.tool_conf)
+        return released + made + run_due_syncs(self.session_factory, self.tool_conf)
 
     def _attempt(self, row_id: int) -> None:
         with self.session_factory() as session:
@@ -65,10 +70,13 @@ class PassbackSender(PollingSender):
                 # AGS keeps the score with the newest timestamp: the time of the change, not of the attempt.
                 "timestamp": row.changed_at.isoformat(timespec="microseconds"),
             }  # fmt: skip
-            if row.grading_progress != "FullyGraded" and not row.score:
-                score.pop("scoreGiven")  # nothing to show yet: not a 0
+            if row.grading_progress != "FullyGraded":
+                # Pending and PendingManual carry no score (docs/lti.md): the LMS shows the work as waiting for a
+                # grade, not a partial number read as final (the automatic part of an essay's problem set).
+                score.pop("scoreGiven")
             lineitem, lineitems = link.lineitem_url, ctx.lineitems_url
-            label, link_ref, max_score = link.title or "autograder", link.resource_link_id, row.max_score
+            label, max_score = link.title or "autograder", row.max_score
+            key = LinkKey(platform.id, ctx.deployment_id, ctx.context_id, link.resource_link_id)
             client = PlatformClient(platform, self.tool_conf)
         status: int | None = None
         error: str | None = None
@@ -79,19 +87,29 @@ class PassbackSender(PollingSender):
             if lineitem is None:
                 if not lineitems:
                     raise ServiceError("the LMS gave no line item and no line items URL for this link", 404)
-                lineitem = client.create_lineitem(
-                    lineitems, label=label, score_maximum=max_score or 1.0, resource_link_id=link_ref
-                )
-                with session_scope(self.session_factory) as session:
-                    session.execute(
-                        update(LtiResourceLink).where(LtiResourceLink.id == link.id).values(lineitem_url=lineitem)
-                    )
+                # One line item per link whatever the number of senders (app.lti.lineitems).
+                lineitem = lineitems_of.ensure(
+                    self.session_factory, client, key, lineitems_url=lineitems, label=label,
+                    score_maximum=max_score or 1.0, link_row_id=link.id,
+                )  # fmt: skip
             status = client.post_score(lineitem, score)
+        except lineitems_of.Busy:
+            # Another process is making the link's line item: this row waits a moment, no attempt spent.
+            self._defer(row_id, lineitems_of.WAIT_S)
+            return
         except ServiceError as exc:
             status, error, wait_s = exc.status, str(exc)[:2000], retry_after(exc.retry_after)
         finally:
             client.close()
         self._record(row_id, version, status, error, wait_s)
+
+    def _defer(self, row_id: int, wait_s: float) -> None:
+        with session_scope(self.session_factory) as session:
+            session.execute(
+                update(LtiPassback)
+                .where(LtiPassback.id == row_id, LtiPassback.status == "pending")
+                .values(next_attempt_at=utcnow() + timedelta(seconds=wait_s))
+            )
 
     def _record(
         self, row_id: int, version: int, status: int | None, error: str | None, retry_after: float | None
@@ -101,7 +119,13 @@ class PassbackSender(PollingSender):
             assert row is not None
             row.attempts += 1
             row.last_status_code, row.last_error = status, error
-            if error is None:
+            if row.status == "held":
+                # The release policy hid a newer score while this post was in flight: it stays held (the
+                # score posted was one the student could see when it was queued).
+                if error is None:
+                    row.sent_version, row.sent_at = version, utcnow()
+                outcome = "held"
+            elif error is None:
                 row.sent_version, row.sent_at = version, utcnow()
                 changed = row.version != version  # a newer score was queued while this one was in flight
                 row.status, row.next_attempt_at = ("pending", utcnow()) if changed else ("sent", None)

@@ -11,7 +11,7 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import requests
 from pylti1p3.exception import LtiException
@@ -24,6 +24,7 @@ TIMEOUT_S = 10.0
 TOKEN_TTL_S = 3000.0  # platforms give an hour; we ask again before that
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
+LINEITEMS_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
 MEMBERS_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
 SCOPE_LINEITEM = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 SCOPE_SCORE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
@@ -127,8 +128,26 @@ class PlatformClient:
         except requests.RequestException as exc:
             raise ServiceError(f"{method} {url} got no answer: {type(exc).__name__}") from exc
 
-    def create_lineitem(self, lineitems_url: str, *, label: str, score_maximum: float, resource_link_id: str) -> str:
-        body = {"label": label, "scoreMaximum": score_maximum, "resourceLinkId": resource_link_id}
+    def lineitems(self, lineitems_url: str, *, resource_link_id: str, max_pages: int = 50) -> list[dict[str, Any]]:
+        """The container's line items of one resource link (AGS's ``resource_link_id`` filter), over all pages."""
+        parts = urlsplit(lineitems_url)
+        query = "&".join(q for q in (parts.query, urlencode({"resource_link_id": resource_link_id})) if q)
+        url: str | None = urlunsplit(parts._replace(query=query))
+        out: list[dict[str, Any]] = []
+        for _ in range(max_pages):
+            if url is None:
+                return out
+            answer = self.request("GET", url, (SCOPE_LINEITEM,), accept=LINEITEMS_TYPE)
+            out.extend(i for i in (answer.body if isinstance(answer.body, list) else []) if isinstance(i, dict))
+            url = answer.next_url
+        raise ServiceError(f"the line item container has more than {max_pages} pages; stopped")
+
+    def create_lineitem(
+        self, lineitems_url: str, *, label: str, score_maximum: float, resource_link_id: str, tag: str = ""
+    ) -> str:
+        body: dict[str, Any] = {"label": label, "scoreMaximum": score_maximum, "resourceLinkId": resource_link_id}
+        if tag:
+            body["tag"] = tag
         answer = self.request(
             "POST", lineitems_url, (SCOPE_LINEITEM,), json_body=body, content_type=LINEITEM_TYPE, accept=LINEITEM_TYPE
         )

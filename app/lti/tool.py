@@ -22,6 +22,7 @@ from app.lti.adapters import (
     DatabaseToolConf,
     FastApiMessageLaunch,
     FastApiOIDCLogin,
+    MalformedClaims,
     PlainRequest,
     SingleUseNonces,
 )
@@ -41,6 +42,13 @@ class LaunchRefused(DomainError):
 
     status_code = 401
     type = "lti_launch_refused"
+
+
+class LaunchMalformed(LaunchRefused):
+    """A signed launch whose claims do not have the spec's shape (app.lti.claims): a 400, nothing written."""
+
+    status_code = 400
+    type = "lti_launch_malformed"
 
 
 @dataclass(frozen=True)
@@ -102,23 +110,27 @@ def login_redirect(
 
 def validate_launch(
     factory: sessionmaker[Session], keys: KeyStore, *, params: Mapping[str, str], cookies: Mapping[str, str],
-    secure: bool, leeway_s: float = 60.0,
+    secure: bool, tool_url: str, leeway_s: float = 60.0,
 ) -> Launch:  # fmt: skip
-    """Validate the id_token the platform posted (signature, iss, aud, nonce, state, exp, deployment, message);
-    ``leeway_s`` is how far the platform's clock may be off for iat, nbf and exp."""
+    """Validate the id_token the platform posted (signature, iss, aud, nonce, state, exp, deployment, message,
+    the claims' shapes, target_link_uri on ``tool_url``); ``leeway_s`` is how far the platform's clock may be off
+    for iat, nbf and exp."""
     request = _request(params, cookies, secure)
     storage = DatabaseLaunchStorage(factory)
     launch = FastApiMessageLaunch(
         request, DatabaseToolConf(factory, keys), SingleUseNonces(request, storage), CollectingCookies(request)
     )
-    launch.leeway_s = leeway_s
+    launch.leeway_s, launch.tool_url = leeway_s, tool_url
     try:
         body: dict[str, Any] = dict(launch.validate().get_launch_data())
-        launch_id = launch.get_launch_id()
+        launch_id, client_id = launch.get_launch_id(), launch.get_client_id()
+    except MalformedClaims as exc:
+        log.warning("LTI launch refused: %s", exc, extra={"fields": {"event": "lti_launch_refused"}})
+        raise LaunchMalformed(f"LTI launch refused: {exc}") from exc
     except (LtiException, OIDCException) as exc:
         log.warning("LTI launch refused: %s", exc, extra={"fields": {"event": "lti_launch_refused"}})
         raise LaunchRefused(f"LTI launch refused: {exc}") from exc
-    return claims_of(body, launch_id)
+    return claims_of(body, client_id, launch_id)
 
 
 def launch_from_cache(
@@ -137,14 +149,16 @@ def launch_from_cache(
 def cached_launch(factory: sessionmaker[Session], keys: KeyStore, launch_id: str) -> Launch:
     """A launch validated earlier in this browser's session, as pylti1p3's storage keeps it (an hour at most)."""
     try:
-        body: dict[str, Any] = dict(launch_from_cache(factory, keys, launch_id).get_launch_data())
+        cached = launch_from_cache(factory, keys, launch_id)
+        body: dict[str, Any] = dict(cached.get_launch_data())
+        client_id = cached.get_client_id()
     except LtiException as exc:
         raise LaunchRefused(f"this launch is over or unknown ({exc}); open the tool from the LMS again") from exc
-    return claims_of(body, launch_id)
+    return claims_of(body, client_id, launch_id)
 
 
-def claims_of(body: dict[str, Any], launch_id: str = "") -> Launch:
-    aud = body.get("aud")
+def claims_of(body: dict[str, Any], client_id: str, launch_id: str = "") -> Launch:
+    """The plain launch of a validated body (app.lti.claims checked its shapes); ``client_id``: the registration's."""
     context = body.get(CLAIM + "context") or {}
     link = body.get(CLAIM + "resource_link") or {}
     nrps = body.get(NRPS_CLAIM) or {}
@@ -152,7 +166,7 @@ def claims_of(body: dict[str, Any], launch_id: str = "") -> Launch:
     name = body.get("name") or " ".join(p for p in (body.get("given_name"), body.get("family_name")) if p)
     return Launch(
         issuer=str(body["iss"]),
-        client_id=str(aud[0] if isinstance(aud, list) else aud),
+        client_id=client_id,
         deployment_id=str(body.get(CLAIM + "deployment_id") or ""),
         message_type=str(body.get(CLAIM + "message_type") or ""),
         sub=str(body["sub"]),
@@ -164,7 +178,7 @@ def claims_of(body: dict[str, Any], launch_id: str = "") -> Launch:
         context_label=str(context.get("label") or ""),
         resource_link_id=str(link.get("id") or ""),
         resource_link_title=str(link.get("title") or ""),
-        custom={str(k): str(v) for k, v in (body.get(CLAIM + "custom") or {}).items()},
+        custom={str(k): "" if v is None else str(v) for k, v in (body.get(CLAIM + "custom") or {}).items()},
         memberships_url=nrps.get("context_memberships_url"),
         lineitems_url=ags.get("lineitems"),
         lineitem_url=ags.get("lineitem"),

@@ -22,6 +22,7 @@ from app.errors import DomainError, Forbidden, Invalid
 from app.gradebook.overrides import affected_users, rescore
 from app.gradebook.row import student_row
 from app.input_types import to_utc
+from app.lti.passback import requeue_held
 from app.problemsets.models import ProblemSet
 from app.users.models import User
 from app.web.deps import (
@@ -437,6 +438,7 @@ def save_settings(
         if _text(form, "per_problem") == "shown":  # the table was on the page (an older form leaves them alone)
             policy["problem_policies"] = _problem_policies(form, problem_ids)
         courses.update_assignment(session, assignment, **policy)
+        requeue_held(session, assignment.id)  # LMS scores the release policy held: posted now if released
     except (ValueError, DomainError) as exc:
         session.rollback()
         message = error_text(request, exc) if isinstance(exc, DomainError) else _not_understood(request, exc)

@@ -115,23 +115,36 @@ def _send_all(enqueue: Callable[[int], None]) -> Callable[[list[int]], None]:
     return send
 
 
-def run_worker(settings: Settings, concurrency: int) -> None:
-    """Grade deliveries in ``concurrency`` threads, one sandbox slot each, on a runtime built from ``settings``."""
-    requeue = make_enqueue(settings, countdown=RETRY_DELAY_S)
-    with WorkerRuntime(settings, slots=concurrency, requeue=requeue) as runtime:
-        if (settings.broker_url or "").startswith("redis"):  # wake the API's ?wait requests as grades land
-            runtime.job.on_finished = redis_publisher(settings.broker_url or "")
-        stop = threading.Event()
-        threading.Thread(target=_sweep_forever, args=(runtime, stop), name="sweeper", daemon=True).start()
-        # A worker of this host killed mid-grading: its message stays unacked in the broker until the visibility
-        # timeout (an hour), its row held until the lease; the sweeper requeues it within seconds instead.
-        send = _send_all(make_enqueue(settings))
-        orphans = OrphanSweeper(runtime.session_factory, settings.max_grading_attempts, send)
-        orphans.start()
-        try:
-            make_celery(settings, runtime).worker_main(
-                ["worker", "--loglevel=INFO", f"--concurrency={concurrency}", "--pool=threads", "-Q", "grading"]
-            )
-        finally:
-            stop.set()
-            orphans.stop()
+class StrandedSweeper:
+    """Sends again, every SWEEP_EVERY_S, the claimable jobs whose message was probably lost (app.worker.celery_app
+    ``stranded``)."""
+
+    def __init__(self, runtime: WorkerRuntime) -> None:
+        self._runtime = runtime
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        threading.Thread(target=_sweep_forever, args=(self._runtime, self._stop), name="sweeper", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def sweepers(runtime: WorkerRuntime) -> list[tuple[str, Any]]:
+    """The Celery worker's two sweepers, for app.wiring: lost messages, and jobs of this host's killed workers."""
+    # A worker of this host killed mid-grading: its message stays unacked in the broker until the visibility
+    # timeout (an hour), its row held until the lease; the orphan sweeper requeues it within seconds instead.
+    send = _send_all(make_enqueue(runtime.settings))
+    orphans = OrphanSweeper(runtime.session_factory, runtime.settings.max_grading_attempts, send)
+    return [("stranded-job sweeper", StrandedSweeper(runtime)), ("orphan sweeper", orphans)]
+
+
+def run_worker(runtime: WorkerRuntime, concurrency: int) -> None:
+    """Grade deliveries in ``concurrency`` threads, one sandbox slot each, on the runtime app.wiring built (its
+    background services already started); returns when Celery's loop ends."""
+    settings = runtime.settings
+    if (settings.broker_url or "").startswith("redis"):  # wake the API's ?wait requests as grades land
+        runtime.job.on_finished = redis_publisher(settings.broker_url or "")
+    make_celery(settings, runtime).worker_main(
+        ["worker", "--loglevel=INFO", f"--concurrency={concurrency}", "--pool=threads", "-Q", "grading"]
+    )

@@ -8,15 +8,17 @@ from collections.abc import Callable
 from typing import Any
 
 from app.config import Settings
-from app.db import make_engine, make_session_factory
+from app.db import engine_for, make_session_factory
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.grading import GradingJob
 from app.worker.inline import InlineGrader
+from app.worker.services import Services
 
 
 class WorkerRuntime:
-    """Owns a database engine, its session factory, a lazily built code grader, the GradingJob using them and the
-    InlineGrader the API's requests use."""
+    """Owns a database engine, its session factory, a lazily built code grader, the GradingJob using them, the
+    InlineGrader the API's requests use, and the process's background services (app.wiring fills them), which
+    ``start`` starts and ``close`` stops before the sandbox and the engine are closed."""
 
     def __init__(
         self,
@@ -27,11 +29,7 @@ class WorkerRuntime:
         requeue: Callable[[int], None] | None = None,
     ) -> None:
         self.settings = settings
-        self.engine = make_engine(
-            settings.resolved_database_url,
-            connect_timeout_s=settings.database_connect_timeout_s,
-            statement_timeout_s=settings.database_statement_timeout_s,
-        )
+        self.engine = engine_for(settings)
         self.session_factory = make_session_factory(self.engine)
         # `serve` hands over the grader it validated the shipped sets with, so grading starts on a warm sandbox.
         self.code_grader = code_grader or LazyCodeGrader(settings, slots=slots)
@@ -45,13 +43,21 @@ class WorkerRuntime:
             threading.Lock() if self.engine.dialect.name == "sqlite" else contextlib.nullcontext()
         )
 
+        self.services = Services()
+
+    def start(self) -> None:
+        """Start the wired background services, in the order app.wiring added them."""
+        self.services.start()
+
     def prewarm(self) -> None:
         """Start the sandbox now if the settings ask for it, so the first code submission does not wait."""
         if self.settings.prewarm_sandbox:
             self.code_grader.prewarm()
 
     def close(self) -> None:
-        """Stop the sandbox (if it was started) and release the database connections."""
+        """Stop the background services (reverse order), the sandbox (if it was started), then release the
+        database connections."""
+        self.services.stop()
         self.code_grader.close()
         self.engine.dispose()
 

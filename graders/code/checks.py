@@ -4,9 +4,10 @@ A check receives a ``StudentProxy`` and calls the student's function through it;
 the trusted side. A check passes by returning (optionally a feedback string), fails by raising ``CheckFailed`` (or
 AssertionError), and may give partial credit with ``CheckFailed(..., score_fraction=0.5)``.
 
-Example::
+A set's checks and the check libraries (checklibs/) import these names from ``graders.code.check_api``, the one
+module of the engine they may use (docs/check-authoring.md). Example::
 
-    from graders.code.checks import check, CheckFailed
+    from graders.code.check_api import CheckFailed, check
 
     @check(points=2, category="softmax_axis", visibility="hidden")
     def softmax_over_keys(student):
@@ -41,6 +42,14 @@ class CheckFailed(Exception):
         super().__init__(feedback)
         self.feedback = feedback
         self.score_fraction = min(max(score_fraction, 0.0), 1.0)
+
+
+class CheckUsageError(Exception):
+    """The check asked for something impossible (an instructor's mistake, not the student's).
+
+    Raised by the proxy before a bad request reaches the student's child, and by a check that cannot go on (say,
+    one that reads the source where the proxy has none): the check's result then blames the check, not the code.
+    """
 
 
 class StudentError(Exception):

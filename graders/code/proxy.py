@@ -21,6 +21,7 @@ import torch
 
 from graders.code.checks import (
     ArgumentRejected,
+    CheckUsageError,
     GraderWordedError,
     Ref,
     StudentError,
@@ -52,10 +53,6 @@ MAX_CALLBACKS = 64
 CALLBACK_LIMIT = f"called a function from the grader more than {MAX_CALLBACKS} times in one call (the limit)"
 CALLBACK_FAILED = "the function from the grader could not compute a result for these arguments"
 CALLBACK_STALE = "this function from the grader can only be called during the call that passed it to your code"
-
-
-class CheckUsageError(Exception):
-    """The check asked the child for something impossible (an instructor's mistake, not the student's)."""
 
 
 class CheckBudgetExceeded(Exception):
@@ -390,6 +387,16 @@ class SandboxProxy:
             return _refusal("RuntimeError", CALLBACK_FAILED)
         return {"ok": True, "value": tree}, buffers
 
+    def peek(self, frame: Frame) -> tuple[bool, Any]:
+        """``(True, value)`` where ``_decode`` would return the value; ``(False, None)`` where it would end the run,
+        which this leaves to a later ``_decode`` (a timed call's result is judged only when the check reads it)."""
+        if "value" not in frame.msg:
+            return False, None
+        try:
+            return True, codec.decode_value(frame.msg["value"], frame.buffers, self._caps, device=self._device_for)
+        except WireError:
+            return False, None
+
     def _decode(self, frame: Frame) -> Any:
         if "value" not in frame.msg:
             raise self._process.end_run("protocol", PROTOCOL_MESSAGE)
@@ -430,6 +437,10 @@ class _SandboxTimingSession:
         return frame, max(cpu_after - cpu_before, 0.0), wall
 
     def student(self, name: str, args: list[Any], kwargs: dict[str, Any] | None = None) -> TimedCall:
+        return self.student_call(name, args, kwargs)[0]
+
+    def student_call(self, name: str, args: list[Any], kwargs: dict[str, Any] | None = None) -> tuple[TimedCall, Frame]:
+        """``student``, and the reply as received (the checker's host sends a readable result on with the time)."""
         proxy = self._proxy
         proxy._check_name(name)
         tree, buffers = proxy._encode((tuple(args), dict(kwargs or {})))
@@ -438,7 +449,7 @@ class _SandboxTimingSession:
             proxy._process.resume()
             self._student_stopped = False
         frame, work, wall = self._measured(proxy._process, msg, buffers)
-        return TimedCall(work, lambda: proxy._decode(frame), wall)
+        return TimedCall(work, lambda: proxy._decode(frame), wall), frame
 
     def reference(self, args: list[Any], kwargs: dict[str, Any] | None = None) -> float:
         proxy = self._proxy

@@ -31,7 +31,7 @@ clip, loggable = verdicts.clip, verdicts.loggable
 class CheckOutcome:
     result: CheckResult
     failure: str | None  # a verdicts kind, or None
-    run_end: RunEnded | None = None  # the check's own child stopped (hidden and sealed checks run alone)
+    run_end: RunEnded | None = None  # the hidden (or sealed) check's child stopped during this check
 
 
 def run_limits(problem: CodeProblem, checks: list[CheckSpec]) -> RunLimits:
@@ -50,58 +50,49 @@ def grade_in_slot(
     """Raises SandboxError on an internal failure before a result exists (the caller retries with a fresh zygote).
 
     Hidden means hidden: the visible checks share one child (it also loads the source first, so syntax errors and
-    missing functions are found once); every hidden or sealed (after_due) check runs in a fresh child of its own,
-    so nothing a later check shows can depend on a hidden check's inputs or on how a sealed check called the code.
+    missing functions are found once) and run first; that child is then killed, so no visible check ever runs in
+    or after a child that saw a hidden input. The hidden checks then share one fresh child of their own and the
+    sealed (after_due) checks another (``_run_sharing``), so nothing a sealed check shows can depend on how a hidden
+    check called the code, nor the other way round. Results keep the checks' order.
 
     A cleanup failure after grading keeps the result: the slot is marked for a zygote restart instead.
     """
     limits = run_limits(problem, checks)
-    slot.pool.want(ALONE, sum(spec.visibility is not Visibility.VISIBLE for spec in checks))
+    groups = [
+        [i for i, spec in enumerate(checks) if spec.visibility is visibility]
+        for visibility in (Visibility.HIDDEN, Visibility.AFTER_DUE)
+    ]
+    slot.pool.want(ALONE, sum(1 for group in groups if group))
+    caps = codec.Caps(max_bytes=config.max_transfer_mb * 2**20)
+    outcomes: dict[int, CheckOutcome] = {}
+    ended: RunEnded | None = None  # the visible child stopped: later visible checks are not run
     with _child(slot, limits) as shared:
         early = _load(shared, source, problem, checks)
         if early is not None:
             return early
-        caps = codec.Caps(max_bytes=config.max_transfer_mb * 2**20)
-        outcomes: list[CheckOutcome] = []
-        ended: RunEnded | None = None  # the shared child stopped: later visible checks are not run
-        paused = False  # the shared child is stopped (for a run of consecutive hidden checks)
-        for spec in checks:
+        for i, spec in enumerate(checks):
             if spec.visibility is not Visibility.VISIBLE:
-                # The shared child is stopped meanwhile: no student process but the check's own runs beside a
-                # hidden check (or beside its reference timing). It stays stopped through a run of hidden checks
-                # (one stop and one resume, not one per check: each costs a wake-up of every process of the child).
-                if not paused and ended is None:
-                    ended = _pause(shared)
-                    paused = ended is None
-                outcomes.append(_run_alone(slot, limits, config, caps, source, problem, spec))
                 continue
-            if paused:
-                shared.resume()
-                paused = False
             if ended is not None:
-                outcomes.append(CheckOutcome(verdicts.not_run(spec, ended.message), None))
-            else:
-                try:
-                    outcomes.append(run_check(spec, _proxy(shared, slot, config, caps, problem, spec, source)))
-                except RunEnded as exc:
-                    ended = exc
-                    outcomes.append(CheckOutcome(_result(spec, 0.0, exc.message, 0.0), None))
-    results = [o.result for o in outcomes]
-    failures = [o.failure for o in outcomes if o.failure is not None]
-    # A run that stopped names the verdict, as it did when every check shared one child.
-    first_end = ended or next((o.run_end for o in outcomes if o.run_end is not None), None)
+                outcomes[i] = CheckOutcome(verdicts.not_run(spec, ended.message), None)
+                continue
+            try:
+                outcomes[i] = run_check(spec, _proxy(shared, slot, config, caps, problem, spec, source))
+            except RunEnded as exc:
+                ended = exc
+                outcomes[i] = CheckOutcome(_result(spec, 0.0, exc.message, 0.0), None)
+    for group in groups:
+        if group:
+            specs = [checks[i] for i in group]
+            outcomes.update(zip(group, _run_sharing(slot, limits, config, caps, source, problem, specs), strict=True))
+    ordered = [outcomes[i] for i in range(len(checks))]
+    results = [o.result for o in ordered]
+    failures = [o.failure for o in ordered if o.failure is not None]
+    # A run that stopped names the verdict: the visible child's first, else the first hidden or sealed check's.
+    first_end = ended or next((o.run_end for o in ordered if o.run_end is not None), None)
     verdict = verdicts.overall(results, failures, first_end.cause if first_end else None)
     message = clip(first_end.message, FEEDBACK_CHARS) if first_end else ""
     return GradeResult(verdict=verdict, checks=results, message=message)
-
-
-def _pause(process: StudentProcess) -> RunEnded | None:
-    """Stop every process of a child; how its run ended if it could not be stopped (it is then killed)."""
-    try:
-        process.pause()
-    except RunEnded as exc:
-        return exc
-    return None
 
 
 @contextlib.contextmanager
@@ -139,29 +130,75 @@ def _proxy(
     )
 
 
-def _run_alone(
+def _run_sharing(
     slot: Slot,
     limits: RunLimits,
     config: SandboxConfig,
     caps: codec.Caps,
     source: str,
     problem: CodeProblem,
-    spec: CheckSpec,
-) -> CheckOutcome:
-    """One hidden or sealed check in a child of its own: load the source again, run the check, end the child.
+    specs: list[CheckSpec],
+) -> list[CheckOutcome]:
+    """Hidden (or sealed) checks in children of their own, which never run a visible check: one while all goes well.
 
-    Its feedback is trusted text: an exit status or a signal number, chosen by the student's code, could carry a
-    hidden value out, so a process that exited is said to have ended in fixed words.
+    The checks share a fresh child, and each loads the source anew in it (a new module and no helpers, with the
+    random generators put back as a fresh child has them: ``child.FreshState``), so a check sees the submission as
+    it saw it in a child of its own, without the cost of one child per check. When the child ends (the code
+    exited, ran out of memory, printed too much, broke the protocol), the code raised a MemoryError or the source
+    no longer loads, the check is run again in a fresh child unless it already had one, so that what the earlier
+    checks left behind (memory, output, a count kept across loads) can cost no check its points: the result that
+    stands is the one a child of its own gave, as when every hidden check had a fresh child. A timeout stands where
+    it happened (the check's call ran past its limit; a rerun would spend the check's budget twice). The checks
+    after an end go on in a fresh child.
+
+    Feedback is trusted text: an exit status or a signal number, chosen by the student's code, could carry a hidden
+    value out, so a process that exited is said to have ended in fixed words.
     """
-    with _child(slot, limits, ALONE) as process:
-        early = _load(process, source, problem, [spec])
-        if early is not None:  # the code loaded in the shared child: now it did not (it behaves differently)
-            return CheckOutcome(_result(spec, 0.0, "not run: your code could not be loaded again", 0.0), None)
-        try:
-            return run_check(spec, _proxy(process, slot, config, caps, problem, spec, source))
-        except RunEnded as exc:
-            text = EXITED_HIDDEN if exc.cause == "exited" else exc.message  # the others are the grader's words
-            return CheckOutcome(_result(spec, 0.0, text, 0.0), None, RunEnded(exc.cause, text))
+    outcomes: list[CheckOutcome] = []
+    todo = list(specs)
+    while todo:
+        with _child(slot, limits, ALONE) as process:
+            fresh = True  # no check has run in this child yet
+            while todo:
+                outcome, final = _run_one_sharing(process, slot, config, caps, source, problem, todo[0], fresh)
+                if outcome is None:  # the child's leftovers may be to blame: again, in a fresh child
+                    break
+                outcomes.append(outcome)
+                todo.pop(0)
+                fresh = False
+                if final:  # the child ended or misbehaved: the next check gets a fresh one
+                    break
+    return outcomes
+
+
+def _run_one_sharing(
+    process: StudentProcess,
+    slot: Slot,
+    config: SandboxConfig,
+    caps: codec.Caps,
+    source: str,
+    problem: CodeProblem,
+    spec: CheckSpec,
+    fresh: bool,
+) -> tuple[CheckOutcome | None, bool]:
+    """One check in a shared hidden child: its outcome (None: run it again in a fresh child) and whether the child
+    may serve no further check."""
+    early = _load(process, source, problem, [spec])
+    if early is not None:  # the code loaded in the visible child: now it did not (it behaves differently)
+        if not fresh and (process.ended is None or process.ended.cause != "timeout"):
+            return None, True
+        return CheckOutcome(_result(spec, 0.0, "not run: your code could not be loaded again", 0.0), None), True
+    process.helpers = set()  # a new module: the helpers an earlier check defined are gone with the old one
+    try:
+        outcome = run_check(spec, _proxy(process, slot, config, caps, problem, spec, source))
+    except RunEnded as exc:
+        if not fresh and exc.cause != "timeout":
+            return None, True
+        text = EXITED_HIDDEN if exc.cause == "exited" else exc.message  # the others are the grader's words
+        return CheckOutcome(_result(spec, 0.0, text, 0.0), None, RunEnded(exc.cause, text)), True
+    if outcome.failure == verdicts.MEMORY and not fresh:  # what earlier checks kept may be what ran out
+        return None, True
+    return outcome, process.ended is not None
 
 
 BAD_RETURN_HIDDEN = (

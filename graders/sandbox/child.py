@@ -14,6 +14,7 @@ import builtins
 import contextlib
 import dataclasses
 import os
+import random
 import sys
 import threading
 import time
@@ -87,9 +88,41 @@ def _tensors_in(value: Any) -> list[torch.Tensor]:
     return []
 
 
+class FreshState:
+    """The random generators as a fresh child has them, taken before any student code ran; every load restores them.
+
+    A child that serves several hidden checks loads the source anew for each (a fresh module, no helpers), and this
+    puts torch's, Python's and numpy's generators back where a child of its own would have them, so that code whose
+    answers depend on random draws (a student's test drawing a permutation, say) sees the same draws as it did when
+    every hidden check had a fresh child. The setters are kept now, before student code could patch them; what the
+    student's code does to them later only changes its own results.
+    """
+
+    def __init__(self) -> None:
+        self._torch = torch.random.get_rng_state()
+        self._set_torch = torch.random.set_rng_state
+        self._seed = torch.initial_seed()
+        self._cuda_seed_all = torch.cuda.manual_seed_all
+        self._cuda_ready = torch.cuda.is_initialized
+        self._python = random.getstate()
+        self._set_python = random.setstate
+        numpy = sys.modules.get("numpy")
+        self._numpy = (numpy.random.get_state(), numpy.random.set_state) if numpy is not None else None
+
+    def restore(self) -> None:
+        with contextlib.suppress(Exception):  # patched by an earlier load of the same source: its own loss
+            self._set_torch(self._torch)
+            if self._cuda_ready():
+                self._cuda_seed_all(self._seed)  # CUDA starts from the seed when first used, as in a fresh child
+            self._set_python(self._python)
+            if self._numpy is not None:
+                self._numpy[1](self._numpy[0])
+
+
 class Server:
     def __init__(self, device: str, caps: codec.Caps, spec: lockdown.ChildSpec | None = None) -> None:
         self.device, self.caps, self.spec = device, caps, spec
+        self.fresh = FreshState()
         # No student code before the submission's own limits are in force (the pool forks at a ceiling).
         self.armed = spec is None
         self.module: types.ModuleType | None = None
@@ -164,11 +197,13 @@ class Server:
             return {"error": "syntax", "line": exc.lineno, "message": str(exc.msg)[:MESSAGE_CHARS]}, []
         except ValueError as exc:  # null bytes, bad encoding declarations
             return {"error": "syntax", "line": None, "message": str(exc)[:MESSAGE_CHARS]}, []
+        # Each load starts as in a fresh child: a new module, no helpers, the generators as they were at the start.
         module = types.ModuleType("submission")
         module.__file__ = SUBMISSION_FILE
         sys.modules["submission"] = module
         self.module = module
-        self.helpers["submission"] = module
+        self.helpers = {"__builtins__": builtins, "__name__": "autograder_helpers", "submission": module}
+        self.fresh.restore()
         exec(code, module.__dict__)  # noqa: S102 - this is the jailed child; running student code is its job
         names = sorted(k for k, v in list(module.__dict__.items()) if callable(v) and not k.startswith("__"))
         return {"ok": True, "names": names[:200]}, []

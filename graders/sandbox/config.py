@@ -35,8 +35,9 @@ class SandboxConfig:
         retries: fresh-zygote retries after an internal failure before SandboxError.
         prefork: children kept forked and locked down ahead, per slot and role (student, hidden check, reference),
             so that a submission does not wait for fork and lockdown (``prefork.py``); 0 forks each on demand.
-        prefork_max: how far the pool of hidden-check children may grow (one per hidden check of a problem; a
-            waiting child holds ~6 MiB of its own).
+        prefork_max: how far the pool of hidden-check children may grow (one for a problem's hidden checks and one
+            for its sealed ones, more after a crash reruns a check in a fresh child; a waiting child holds ~6 MiB
+            of its own).
         checker_memory_mb: the address space (RLIMIT_AS) of each set's checker, the process that runs the set's
             checks; ~640 MiB of it is the interpreter and torch. 0: none. Not applied with device "cuda", whose
             driver reserves far more address space than it uses.

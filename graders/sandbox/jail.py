@@ -19,6 +19,8 @@ from graders.sandbox.errors import SandboxError
 
 SANDBOX_PACKAGE = Path(__file__).resolve().parent
 SOURCE_ROOT = SANDBOX_PACKAGE.parents[1]  # the folder that holds graders/
+# The check libraries a set's checks import (course content beside the engine): bound into the checker only.
+CHECK_LIBRARIES = SOURCE_ROOT / "checklibs"
 JAIL_ROOT = "/opt/autograder"
 JAIL_WORK = "/w"
 # What the zygote (root inside the jail) needs: uid change and netns for children, chown and cleanup of their
@@ -56,9 +58,10 @@ def zygote_argv(config: SandboxConfig, ctl_fd: int, work_root: str) -> list[str]
     return [*_bwrap_options(config, binds), *python]
 
 
-# The checker (graders.code.checker) runs one set's own code: it sees the graders package (not app/, not the
-# repository), the set's folder read-only at CHECKER_SET, a private /tmp and working dir, and nothing else. Its
-# bootstrap changes to its own uid before it imports anything of the set, so it keeps only what that needs.
+# The checker (graders.code.checker) runs one set's own code: it sees the graders package and the check libraries
+# of checklibs/ (not app/, not the rest of the repository), the set's folder read-only at CHECKER_SET, a private
+# /tmp and working dir, and nothing else. Its bootstrap changes to its own uid before it imports anything of the
+# set, so it keeps only what that needs.
 CHECKER_SET = f"{JAIL_ROOT}/set"
 CHECKER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN")
 CHECKER_MODULE = "graders.code.checker.main"
@@ -82,7 +85,7 @@ def checker_argv(config: SandboxConfig, rfd: int, wfd: int, uid: int | None, set
         ]
     if uid is None:
         raise SandboxError("a sandboxed checker needs a uid of its own")
-    binds = _binds(config, SANDBOX_PACKAGE.parent)
+    binds = _binds(config, SANDBOX_PACKAGE.parent, CHECK_LIBRARIES)
     jail_paths = [f"{JAIL_ROOT}/src"] + [dest for src, dest in binds if src in site_packages()]
     python = [str(python_binary()), "-I", "-S", "-c", bootstrap(jail_paths, CHECKER_MODULE), *tail, str(uid)]
     opts = _bwrap_options(config, binds, CHECKER_CAPS)
@@ -91,13 +94,16 @@ def checker_argv(config: SandboxConfig, rfd: int, wfd: int, uid: int | None, set
     return [*opts, *python, CHECKER_SET, *rest]
 
 
-def _binds(config: SandboxConfig, package: Path = SANDBOX_PACKAGE) -> list[tuple[Path, str]]:
+def _binds(config: SandboxConfig, *packages: Path) -> list[tuple[Path, str]]:
+    """What a jail binds: the system, Python, site-packages and ``packages`` of this source tree (by default only
+    graders/sandbox, what the zygote and the student's child run), each at its path under JAIL_ROOT/src."""
     binds: list[tuple[Path, str]] = [(Path("/usr"), "/usr")]
     prefix = Path(sys.base_prefix).resolve()
     if not prefix.is_relative_to("/usr"):
         binds.append((prefix, str(prefix)))
     binds += [(p, f"{JAIL_ROOT}/site-{i}") for i, p in enumerate(site_packages())]
-    binds.append((package, f"{JAIL_ROOT}/src/{package.relative_to(SOURCE_ROOT)}"))
+    for package in packages or (SANDBOX_PACKAGE,):
+        binds.append((package, f"{JAIL_ROOT}/src/{package.relative_to(SOURCE_ROOT)}"))
     hidden = [p.resolve() for p in [*config.hidden_paths, *default_hidden_paths()]]
     for src, _ in binds:
         for h in hidden:

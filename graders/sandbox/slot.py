@@ -1,12 +1,12 @@
 """One slot: uids leased for its lifetime, a warm zygote, and the children of the submissions it grades.
 
-A submission's child for its visible checks has role STUDENT; the child of one hidden or sealed check, alive at the
-same time (the first one is stopped meanwhile), has role ALONE; a reference child (instructor code timed while the
-student's processes are stopped) has role REFERENCE. Children come from the slot's pool of pre-forked, locked-down
-children (``prefork.ChildPool``), so several children of one role may be alive at once: one serving, some waiting,
-one being reaped. Each child therefore sits in a *seat* of its role, a uid and a working dir of its own that no other
-live child holds: reaping a child (which kills every process of its uid) never touches another child, and
-RLIMIT_NPROC counts each child apart.
+A submission's child for its visible checks has role STUDENT; the child its hidden checks share (and the one its
+sealed checks share), started once the visible checks are done, has role ALONE; a reference child (instructor code
+timed while the student's processes are stopped) has role REFERENCE. Children come from the slot's pool of
+pre-forked, locked-down children (``prefork.ChildPool``), so several children of one role may be alive at once: one
+serving, some waiting, one being reaped. Each child therefore sits in a *seat* of its role, a uid and a working dir
+of its own that no other live child holds: reaping a child (which kills every process of its uid) never touches
+another child, and RLIMIT_NPROC counts each child apart.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 from graders.sandbox import uids
 from graders.sandbox.cgroups import ChildCgroup, SlotCgroups
@@ -22,25 +22,12 @@ from graders.sandbox.channel import ChildChannel, widen_pipe
 from graders.sandbox.config import RunLimits, SandboxConfig
 from graders.sandbox.errors import SandboxError
 from graders.sandbox.lockdown import LIMIT_FIELDS, ChildSpec
-from graders.sandbox.prefork import EXTRA_SEATS, ChildPool
+from graders.sandbox.prefork import EXTRA_SEATS, ChildPool, Seat
 from graders.sandbox.student_process import ChildHandles, StudentProcess
 from graders.sandbox.zygote_client import ZygoteClient
 
 STUDENT, ALONE, REFERENCE = "student", "alone", "reference"
 ROLES = (STUDENT, ALONE, REFERENCE)
-
-
-@dataclass(frozen=True)
-class Seat:
-    """Where one live child sits: its uid (None unsandboxed) and its working dir's name under the zygote's root."""
-
-    role: str
-    index: int
-    uid: int | None
-
-    @property
-    def dirname(self) -> str:
-        return f"{self.role}-{self.index}"
 
 
 class Slot:
@@ -99,8 +86,8 @@ class Slot:
         forked now when none is waiting. Give it back with ``release``.
 
         Args:
-            role: STUDENT (the submission's visible checks), ALONE (one hidden check, while the STUDENT child is
-                stopped) or REFERENCE (instructor code, while the student's children are stopped).
+            role: STUDENT (the submission's visible checks), ALONE (its hidden checks, or its sealed ones, after
+                the visible checks) or REFERENCE (instructor code, while the student's children are stopped).
         """
         if role not in ROLES:
             raise ValueError(f"unknown child role {role!r}")

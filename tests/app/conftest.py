@@ -3,12 +3,14 @@ submission made through the service, for the tests that drive the workers themse
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -17,9 +19,9 @@ from app.courses import course_sets
 from app.courses.access import access_for
 from app.main import create_app
 from app.submissions import service as submissions
-from app.submissions.models import Submission
+from app.submissions.models import Status, Submission
 from app.users.models import Role, User
-from tests.conftest import FIXTURE_SETS
+from tests.conftest import FIXTURE_SETS, shares_app
 
 
 @dataclass
@@ -56,9 +58,33 @@ def basic_set(sessions) -> str:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def client(settings: Settings) -> Iterator[TestClient]:
+def client(request: pytest.FixtureRequest, settings: Settings) -> Iterator[TestClient]:
+    if shares_app(request):  # the module's one app on this backend, built by its first test (tests/conftest.py)
+        shared = request.getfixturevalue("shared_apps")
+        backend = shared.backend_of(settings.database_url)
+        if backend not in shared.clients:
+            shared.clients[backend] = TestClient(create_app(settings)).__enter__()
+        test_client = shared.clients[backend]
+        test_client.cookies.clear()
+        yield test_client
+        _wait_idle(test_client)
+        return
     with TestClient(create_app(settings)) as test_client:
         yield test_client
+
+
+def _wait_idle(client: TestClient) -> None:
+    """A shared app's workers finish what the test queued, before the next test's set-up deletes the rows (a job
+    still running then would write into the next test's rows, whose ids start at 1 again)."""
+    busy = select(func.count()).select_from(Submission).where(Submission.status.in_([Status.QUEUED, Status.RUNNING]))
+    deadline = time.monotonic() + 60  # bounds a hung grading; measures nothing
+    while True:
+        with client.app.state.session_factory() as session:  # type: ignore[attr-defined]
+            if not session.scalar(busy):
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError("a submission still queued or grading after the test: its module cannot share an app")
+        time.sleep(0.02)
 
 
 def submit_as(

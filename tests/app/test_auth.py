@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select
 
 from app.db import utcnow
 from app.users.models import ApiToken
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie. Both
+# backends: tokens and login sessions are looked up and written in the database.
+pytestmark = pytest.mark.shared_app
 
 
 def login(client, account) -> None:  # type: ignore[no-untyped-def]

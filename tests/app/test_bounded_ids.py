@@ -7,6 +7,10 @@ import pytest
 
 from tests.web.conftest import login
 
+# Refusals that store nothing: one app per module and backend (tests/conftest.py). Both backends, since each
+# refuses a large integer its own way.
+pytestmark = pytest.mark.shared_app
+
 HUGE = [2**31, 2**63, 2**64, 10**30]
 
 

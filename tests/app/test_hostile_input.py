@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 
@@ -21,6 +22,9 @@ from tests.conftest import FIXTURE_SETS
 
 SUBMIT = "/api/v1/submissions"
 NUL_MSG = "must not contain a NUL character (\\x00)"
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie.
+pytestmark = pytest.mark.shared_app
 
 
 def _count(sessions: Any, model: Any) -> int:

@@ -69,7 +69,7 @@ def test_test_parameters_refuse_outside_pytest() -> None:
 def test_no_production_code_turns_test_parameters_on() -> None:
     callers = [
         path.relative_to(REPO).as_posix()
-        for folder in ("app", "graders", "bench", "problems")
+        for folder in ("app", "graders", "checklibs", "bench", "problems")
         for path in (REPO / folder).rglob("*.py")
         if "use_test_hash_parameters" in path.read_text(encoding="utf-8")
     ]

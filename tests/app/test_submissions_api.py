@@ -6,6 +6,9 @@ import time
 
 import pytest
 
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie.
+pytestmark = pytest.mark.shared_app
+
 
 def submit(client, account, body, **params):  # type: ignore[no-untyped-def]
     return client.post("/api/v1/submissions", json=body, headers=account.headers, params=params)

@@ -12,6 +12,7 @@ from celery import Celery
 from app.config import Settings, get_settings
 from app.db import utcnow
 from app.submissions.models import Status, Submission
+from app.wiring import wire_celery_worker
 from tests.app.conftest import submit_as
 
 
@@ -37,7 +38,9 @@ def test_celery_worker_grades_with_the_settings_it_was_started_with(  # type: ig
         celery.tasks[celery_app.TASK].apply(args=[sub_id], throw=True)
 
     monkeypatch.setattr(Celery, "worker_main", deliver_once)
-    celery_app.run_worker(settings.model_copy(update={"broker_url": "memory://"}), concurrency=1)
+    with wire_celery_worker(settings.model_copy(update={"broker_url": "memory://"}), slots=1) as runtime:
+        runtime.start()  # the worker command's order: its services, then Celery's loop, on the one runtime
+        celery_app.run_worker(runtime, concurrency=1)
 
     with sessions() as session:
         graded = session.get(Submission, sub_id)

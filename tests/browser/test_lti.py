@@ -30,7 +30,7 @@ def _register(server: Server, platform: lms.TestPlatform) -> None:
         registration.register_platform(
             session, issuer=platform.issuer, client_id=platform.client_id, deployment_ids=[platform.deployment_id],
             auth_login_url=f"{platform.base_url}/auth", auth_token_url=f"{platform.base_url}/token",
-            keyset_url=f"{platform.base_url}/jwks", name="Browser LMS",
+            keyset_url=f"{platform.base_url}/jwks", name="Browser LMS", allow_http=True,  # the test LMS: http
         )  # fmt: skip
         teacher = session.scalars(select(User).where(User.email == "teacher@example.com")).one()
         session.add(LtiUser(issuer=platform.issuer, sub="t-1", user_id=teacher.id))

@@ -1,6 +1,6 @@
-"""The command line is light: a command that grades no code never imports torch, the sandbox or the attention check
-library (issue 21). Gradescope's run_autograder, `submit` in CI and every admin command would otherwise pay seconds
-of torch import for nothing.
+"""The command line is light: a command that grades no code never imports torch, the sandbox or a check library
+(checklibs/, issue 21). Gradescope's run_autograder, `submit` in CI and every admin command would otherwise pay
+seconds of torch import for nothing.
 
 Each command runs in a fresh interpreter against a real SQLite database (and `submit` against a real server), and
 reports which of those modules it left in ``sys.modules``. Its exit status and output are checked too, so that a
@@ -34,7 +34,7 @@ from tests.conftest import FIXTURE_SETS, REPO
 
 pytestmark = pytest.mark.slow  # a dozen fresh interpreters
 
-HEAVY = ("torch", "graders.sandbox", "graders.code.attention")
+HEAVY = ("torch", "graders.sandbox", "checklibs")
 
 # Runs the real `autograder` command line, then writes what it imported where the test reads it.
 PROBE = """

@@ -1,6 +1,9 @@
 """The permission matrix through the API: every role of offering B is refused (403/404) everything of offering A,
-including CSV and statistics; within an offering each role gets exactly what the matrix gives it. SQLite and
-PostgreSQL alike (the database fixture is parametrised)."""
+including CSV and statistics; within an offering each role gets exactly what the matrix gives it.
+
+SQLite only: the matrix is the access checks' (app/courses/access.py), the same queries on either backend; what
+the backends do differently (constraints, locking, case) has its own PostgreSQL twins. One app per module
+(``shared_app``): the database is emptied before each test, the set-up's world made again."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from fastapi.testclient import TestClient
 from app.courses import service as courses
 from app.courses.models import MemberRole, Offering
 from tests.courses.conftest import World
+
+pytestmark = [pytest.mark.shared_app, pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)]
 
 B_ROLES = ["b:instructor", "b:ta", "b:observer", "b:student"]
 

@@ -26,7 +26,8 @@ from app.lti.keys import KeyStore
 from app.lti.models import LtiUser
 from app.main import create_app
 from app.users.models import Role
-from tests.app.conftest import basic_set  # noqa: F401
+from tests.app.conftest import _wait_idle, basic_set  # noqa: F401
+from tests.conftest import shares_app
 from tests.lti.platform import PlatformServer, TestPlatform
 
 TOOL = "http://testserver"
@@ -50,17 +51,22 @@ def tool_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def lti_settings(settings: Settings, tool_key_file: Path) -> Settings:
     (settings.data_dir / "lti").mkdir(parents=True, exist_ok=True)
     shutil.copy(tool_key_file, settings.data_dir / "lti" / "keys.json")
-    return settings.model_copy(update={"public_url": TOOL, "lti_passback_retry_delays_s": [0.0, 0.0, 0.0]})
+    # The test LMS serves plain http on 127.0.0.1: registration allows that only with AUTOGRADER_LTI_ALLOW_HTTP.
+    return settings.model_copy(
+        update={"public_url": TOOL, "lti_passback_retry_delays_s": [0.0, 0.0, 0.0], "lti_allow_http": True}
+    )
 
 
 @pytest.fixture
-def lti_client(lti_settings: Settings, platform: TestPlatform, sessions) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
+def lti_client(  # type: ignore[no-untyped-def]
+    request: pytest.FixtureRequest, lti_settings: Settings, platform: TestPlatform, sessions
+) -> Iterator[TestClient]:
     platform.reset()
     with sessions() as session:
         registration.register_platform(
             session, issuer=platform.issuer, client_id=platform.client_id, deployment_ids=[platform.deployment_id],
             auth_login_url=f"{platform.base_url}/auth", auth_token_url=f"{platform.base_url}/token",
-            keyset_url=f"{platform.base_url}/jwks", name="Test LMS",
+            keyset_url=f"{platform.base_url}/jwks", name="Test LMS", allow_http=lti_settings.lti_allow_http,
         )  # fmt: skip
         # The LMS's instructor t-1 is linked to an instructor account of ours that teaches the demo offering (where
         # the fixture sets are): that is what lets their launches bring a set into the LMS course.
@@ -69,6 +75,20 @@ def lti_client(lti_settings: Settings, platform: TestPlatform, sessions) -> Iter
         )
         session.add(LtiUser(issuer=platform.issuer, sub="t-1", user_id=teacher.id))
         session.commit()
+    if shares_app(request):  # the module's one app on this backend (tests/conftest.py), its settings as built
+        shared = request.getfixturevalue("shared_apps")
+        key = "lti-" + shared.backend_of(lti_settings.database_url)
+        if key not in shared.clients:
+            shared.clients[key] = TestClient(create_app(lti_settings)).__enter__()
+            shared.clients[key].app.state.lti_passback.stop()  # as below
+            shared.settings[key] = shared.clients[key].app.state.settings
+        client = shared.clients[key]
+        client.cookies.clear()
+        client.app.state.settings = shared.settings[key]
+        platform.tool_jwks = client.get("/lti/jwks").json()
+        yield client
+        _wait_idle(client)
+        return
     with TestClient(create_app(lti_settings)) as client:
         # The tests run the LTI job themselves (``run_once``): its thread would race them for the queued rows (a
         # roster sync claimed by the thread is not there for the test's round, which then counts 0).

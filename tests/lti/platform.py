@@ -36,7 +36,8 @@ class PendingLaunch:
     """What the platform sends for the next login with this login_hint: claims, and how to spoil them."""
 
     claims: dict[str, Any]
-    tamper: str = ""  # "signature", "expired", "audience", "azp", "issuer", "deployment", "version"
+    # "signature", "expired", "audience", "azp", "issuer", "deployment", "version"; "no-azp" (the claim left out)
+    tamper: str = ""
 
 
 @dataclass
@@ -49,6 +50,10 @@ class TestPlatform:
     redirect_uris: list[str] = field(default_factory=list)
     tool_jwks: dict[str, Any] = field(default_factory=dict)  # pasted in, as Canvas's "Public JWK" field takes it
     base_url: str = ""
+    # The LMS page framing the tool (/course): "_parent" offers LTI platform storage (lti.put_data/get_data) from
+    # that page, named in the login initiation and the launch as lti_storage_target; "" offers none.
+    storage_target: str = ""
+    auto_post: bool = False  # the auth page's form posts itself (a script); the tests without a browser post it
 
     def __post_init__(self) -> None:
         self.key = JWK.generate(kty="RSA", size=2048)
@@ -64,6 +69,12 @@ class TestPlatform:
         self.tokens: dict[str, set[str]] = {}
         self.assertions: list[dict[str, Any]] = []
         self.deep_link_responses: list[dict[str, Any]] = []
+        self.lineitem_posts = 0  # line items created through POST /lineitems
+        self.container_gets = 0  # GET /lineitems (the container, AGS section 3.2)
+        # Set: a GET of the container waits on it (after setting container_reached), so a test holds one
+        # sender inside its lookup while another runs.
+        self.container_gate: threading.Event | None = None
+        self.container_reached = threading.Event()
         self.lock = threading.Lock()
 
     def reset(self) -> None:
@@ -77,6 +88,9 @@ class TestPlatform:
             self.tokens.clear()
             self.assertions.clear()
             self.deep_link_responses.clear()
+            self.lineitem_posts = self.container_gets = 0
+            self.container_gate = None
+            self.container_reached.clear()
 
     # --- keys ------------------------------------------------------------------------------------------------
 
@@ -133,6 +147,8 @@ class TestPlatform:
             claims[LTI + "deployment_id"] = "9:unknown"
         elif tamper == "version":
             claims[LTI + "version"] = "1.1"
+        elif tamper == "no-azp":
+            claims.pop("azp", None)
         token = self.sign(claims)
         if tamper == "signature":
             head, _, sig = token.split(".")
@@ -143,11 +159,12 @@ class TestPlatform:
 
     # --- helpers for the tests -----------------------------------------------------------------------------------
 
-    def add_lineitem(self, label: str, score_maximum: float, resource_link_id: str = "") -> str:
+    def add_lineitem(self, label: str, score_maximum: float, resource_link_id: str = "", tag: str = "") -> str:
         item_id = uuid.uuid4().hex[:8]
         url = f"{self.base_url}/lineitems/{item_id}"
         self.lineitems[item_id] = {
             "id": url, "label": label, "scoreMaximum": score_maximum, "resourceLinkId": resource_link_id,
+            **({"tag": tag} if tag else {}),
         }  # fmt: skip
         return url
 
@@ -210,6 +227,21 @@ def moodle_claims(
     }  # fmt: skip
 
 
+_STORAGE_SCRIPT = """<script>
+var stored = {};
+window.addEventListener("message", function (e) {
+  var m = e.data;
+  if (!m || typeof m !== "object" || (m.subject !== "lti.put_data" && m.subject !== "lti.get_data")) return;
+  var mine = stored[e.origin] = stored[e.origin] || {};
+  var answer = {subject: m.subject + ".response", message_id: m.message_id, key: m.key};
+  if (m.subject === "lti.put_data") { mine[m.key] = m.value; answer.value = m.value; }
+  else if (m.key in mine) { answer.value = mine[m.key]; }
+  else { answer.error = {code: "bad_request", message: "no such key"}; }
+  e.source.postMessage(answer, e.origin);
+});
+</script>"""
+
+
 class _Handler(BaseHTTPRequestHandler):
     platform: TestPlatform
 
@@ -250,6 +282,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, p.jwks())
         if url.path == "/auth":
             return self._auth(query)
+        if url.path == "/course":
+            return self._course(query)
         if url.path == "/memberships":
             if NRPS_SCOPE not in (self._scopes() or set()):
                 return self._send(401, {"error": "invalid token"})
@@ -269,9 +303,18 @@ class _Handler(BaseHTTPRequestHandler):
         if url.path == "/lineitems":
             if not (self._scopes() or set()) & {LINEITEM_SCOPE}:
                 return self._send(401, {"error": "invalid token"})
+            with p.lock:
+                p.container_gets += 1
+            gate = p.container_gate
+            if gate is not None:
+                p.container_reached.set()
+                gate.wait(30)
             items = list(p.lineitems.values())
+            # AGS 2.0 section 3.2.4: the container filtered by resource_link_id, resource_id and tag.
             if "resource_link_id" in query:
                 items = [i for i in items if i["resourceLinkId"] == query["resource_link_id"]]
+            if "tag" in query:
+                items = [i for i in items if i.get("tag") == query["tag"]]
             return self._send(200, items, ctype="application/vnd.ims.lis.v2.lineitemcontainer+json")
         return self._send(404, {"error": "not found"})
 
@@ -287,10 +330,28 @@ class _Handler(BaseHTTPRequestHandler):
         if pending is None:
             return self._send(400, "unknown login_hint", ctype="text/plain")
         token = p.id_token(pending, q["nonce"])
+        target = (
+            f'<input type="hidden" name="lti_storage_target" value="{html.escape(p.storage_target)}">'
+            if p.storage_target
+            else ""
+        )
         page = (
             f'<form id="f" method="post" action="{html.escape(q["redirect_uri"])}">'
             f'<input type="hidden" name="id_token" value="{html.escape(token)}">'
-            f'<input type="hidden" name="state" value="{html.escape(q["state"])}"></form>'
+            f'<input type="hidden" name="state" value="{html.escape(q["state"])}">{target}</form>'
+        )
+        if p.auto_post:  # the launch posts itself, as Canvas's and Moodle's do
+            page += "<script>document.getElementById('f').submit()</script>"
+        return self._send(200, page, ctype="text/html")
+
+    def _course(self, q: dict[str, str]) -> None:
+        """An LMS course page with the tool in an iframe (its src: the login initiation), answering platform
+        storage messages when ``storage_target`` is set: kept per tool origin, in the page, as the spec says."""
+        storage = "" if not self.platform.storage_target else _STORAGE_SCRIPT
+        page = (
+            "<!doctype html><html lang=en><title>LMS course</title><h1>LMS course</h1>"
+            f'<iframe name="tool" title="The tool" width="1100" height="900" src="{html.escape(q["src"])}"></iframe>'
+            f"{storage}"
         )
         return self._send(200, page, ctype="text/html")
 
@@ -316,7 +377,11 @@ class _Handler(BaseHTTPRequestHandler):
             if LINEITEM_SCOPE not in (self._scopes() or set()):
                 return self._send(401, {"error": "invalid token"})
             body = self._body()
-            item = p.add_lineitem(body.get("label", ""), body["scoreMaximum"], body.get("resourceLinkId", ""))
+            with p.lock:
+                p.lineitem_posts += 1
+                item = p.add_lineitem(
+                    body.get("label", ""), body["scoreMaximum"], body.get("resourceLinkId", ""), body.get("tag", "")
+                )
             return self._send(201, p.lineitems[item.rsplit("/", 1)[1]])
         if url.path == "/deep_link_return":
             form = self._form()
@@ -348,13 +413,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class PlatformServer:
-    """Serves a TestPlatform on 127.0.0.1 (a free port) in a thread."""
+    """Serves a TestPlatform on 127.0.0.1 (a free port) in a thread; ``host_name`` is the name its URLs use
+    (``localhost``: another site than a tool on 127.0.0.1, for a cross-site iframe)."""
 
-    def __init__(self, platform: TestPlatform) -> None:
+    def __init__(self, platform: TestPlatform, host_name: str = "") -> None:
         handler = type("Handler", (_Handler,), {"platform": platform})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         host, port = self.httpd.server_address[:2]
-        platform.base_url = f"http://{host}:{port}"
+        platform.base_url = f"http://{host_name or host}:{port}"
         platform.issuer = platform.issuer or platform.base_url
         self.platform = platform
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -34,7 +34,8 @@ def test_an_instructor_picks_a_set_and_the_platform_verifies_the_response(lti_cl
     [item] = claims[DL + "content_items"]
     assert item["type"] == "ltiResourceLink" and item["url"] == "http://testserver/lti/launch"
     assert item["custom"] == {"problem_set": "basic"}
-    assert item["lineItem"] == {"scoreMaximum": 8.0, "label": "Basic test set", "resourceId": "basic"}
+    assert item["lineItem"] == {"scoreMaximum": 8.0, "label": "Basic test set", "resourceId": "basic",
+                                "tag": "autograder"}  # fmt: skip
     # A second answer for the same launch is refused: the deep link was answered.
     assert lti_client.post("/lti/deep-link", data={"csrf_token": token, "problem_set": "basic"}).status_code == 401
 

@@ -15,6 +15,10 @@ from tests.lti.conftest import launch
 from tests.lti.platform import LTI, canvas_claims
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "lti.md"
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie.
+pytestmark = pytest.mark.shared_app
+
 _ROLE_NAMES = {"instructor": MemberRole.INSTRUCTOR, "ta": MemberRole.TA, "student": MemberRole.STUDENT,
                "observer": MemberRole.OBSERVER, "none": None}  # fmt: skip
 

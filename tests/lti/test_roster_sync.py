@@ -6,6 +6,8 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.courses.models import MemberRole, Membership, MemberStatus
+from app.lti.models import LtiUser
+from app.users.models import User
 from tests.lti.conftest import launch
 from tests.lti.platform import ROLE, canvas_claims
 
@@ -104,3 +106,20 @@ def test_a_failed_sync_shows_its_error_and_a_new_request_runs_again(lti_client, 
     lti_client.post(f"/offerings/{offering}/lti/sync", data={"csrf_token": token})
     assert _run_job(lti_client) == 1
     assert "1 added, 0 updated, 0 dropped" in lti_client.get(f"/offerings/{offering}/lti").text
+
+
+def test_members_who_are_not_active_get_nothing_written(lti_client, platform, sessions, basic_set) -> None:  # type: ignore[no-untyped-def]
+    """NRPS status Inactive or Deleted, never launched: no account, no LMS identity, no membership is made."""
+    platform.members[:] = [
+        _member("t-1", "Instructor", "prof@uni.example", "Ada Prof"),
+        _member("s-1", "Learner", "s1@uni.example", "Sam One"),
+        _member("s-8", "Learner", "s8@uni.example", "Ina Active", status="Inactive"),
+        _member("s-9", "Learner", "s9@uni.example", "Del Eted", status="Deleted"),
+    ]  # fmt: skip
+    posted = launch(lti_client, platform, canvas_claims(platform, sub="t-1", role="Instructor", link="rl-1",
+                                                        custom={"problem_set": "basic"}))  # fmt: skip
+    offering = int(posted.response.headers["location"].rsplit("=", 1)[1])
+    assert set(_roster(sessions, offering)) == {"prof@uni.example", "s1@uni.example"}
+    with sessions() as s:
+        assert s.scalar(select(LtiUser).where(LtiUser.sub.in_(["s-8", "s-9"]))) is None
+        assert s.scalar(select(User).where(User.email.in_(["s8@uni.example", "s9@uni.example"]))) is None

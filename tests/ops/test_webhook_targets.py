@@ -96,7 +96,8 @@ def strict_client(settings: Settings) -> Iterator[TestClient]:
         yield c
 
 
-@pytest.mark.parametrize("database_url", BOTH_DATABASES, indirect=True)
+# SQLite only, here and below: the URL is refused before anything is stored, the same on either backend.
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 @pytest.mark.parametrize(
     "url", [*UNREADABLE, "http://[64:ff9b::7f00:1]/", "http://[2002:7f00:1::]/", "http://[::127.0.0.1]/",
             "http://224.0.0.1/", "http://2130706433/", "http://0x7f.1/"],
@@ -111,7 +112,7 @@ def test_registration_answers_422_in_the_error_shape(strict_client: TestClient, 
     assert strict_client.get("/api/v1/webhooks", headers=headers).json() == []
 
 
-@pytest.mark.parametrize("database_url", BOTH_DATABASES, indirect=True)
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 @pytest.mark.parametrize("url", ["http://example.com:99999/", "http://[::1/"])
 def test_a_bad_url_is_a_422_with_private_targets_allowed_too(client: TestClient, accounts, url: str) -> None:  # type: ignore[no-untyped-def]
     resp = client.post("/api/v1/webhooks", json={"url": url, "events": ["submission.graded"]},

@@ -3,7 +3,7 @@
 Before, a GPU worker's jail got a read-only bind of the whole host /sys (every device, /sys/kernel, /sys/fs/cgroup,
 firmware tables). CUDA cannot run on this host (no GPU), so the bind list is built from a fake /dev and /sys that
 look like a GPU host's, checked as a list, and handed to bubblewrap to see what the jail then contains. The GPU
-tests themselves (tests/graders/code/attention/test_gpu.py) skip without CUDA.
+tests themselves (tests/checklibs/attention/test_gpu.py) skip without CUDA.
 """
 
 from __future__ import annotations

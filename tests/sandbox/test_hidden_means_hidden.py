@@ -87,7 +87,7 @@ def test_input_derived_garbage_is_reported_only_as_an_order_of_magnitude(grader:
     source += "\n\ndef scaled_attention(q, k, v, mask=None):\n    return q * 0 + q[..., :1] * 1000\n"
 
     def compare_hidden(student):  # type: ignore[no-untyped-def]
-        from graders.code.attention.compare import compare
+        from checklibs.attention.compare import compare
 
         q = torch.tensor([[[SECRET[0], SECRET[1]]]], dtype=torch.float64)
         got = student.call("scaled_attention", q, q, q)

@@ -34,13 +34,26 @@ def _read_paths(data_dir):
         "repo_pyproject": support.REPO_ROOT / "pyproject.toml",
         "repo_problems": support.REPO_ROOT / "problems",
         "graders_code": support.REPO_ROOT / "graders" / "code" / "checks.py",
+        # Bound into the set's checker only, never into the student's child.
+        "check_library": support.REPO_ROOT / "checklibs" / "attention" / "reference.py",
+        "check_library_in_the_jail": "/opt/autograder/src/checklibs",
         "database": data_dir / "autograder.db",
         "shadow": "/etc/shadow",
     }
 
 
 @pytest.mark.parametrize(
-    "key", ["checks_file", "repo_pyproject", "repo_problems", "graders_code", "database", "shadow"]
+    "key",
+    [
+        "checks_file",
+        "repo_pyproject",
+        "repo_problems",
+        "graders_code",
+        "check_library",
+        "check_library_in_the_jail",
+        "database",
+        "shadow",
+    ],
 )
 def test_cannot_read_outside_the_workdir(grader, data_dir, key):
     path = str(_read_paths(data_dir)[key])

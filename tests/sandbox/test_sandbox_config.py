@@ -36,8 +36,24 @@ def test_jail_binds_only_what_python_needs(tmp_path):
     for src in sources:
         assert not src.startswith(str(repo / "problems")) and src != str(repo) and not src.startswith(str(tmp_path))
         assert not src.startswith(str(repo / "tests")) and not src.startswith(str(repo / "graders" / "code"))
+        assert not src.startswith(str(repo / "checklibs"))
     for flag in ("--unshare-net", "--unshare-pid", "--die-with-parent", "--clearenv"):
         assert flag in argv
+
+
+def test_the_checker_sees_the_engine_and_the_check_libraries_but_not_the_rest(tmp_path):
+    """A set's checks import graders.code.check_api and checklibs/; the service's app/, the tests and the other
+    sets' folders under problems/ stay out of its jail."""
+    set_root = tmp_path / "set"
+    set_root.mkdir()
+    argv = jail.checker_argv(SandboxConfig(), 3, 4, 12345, set_root)
+    binds = {argv[i + 2]: argv[i + 1] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind", "--dev-bind")}
+    repo = support.REPO_ROOT
+    assert binds[f"{jail.JAIL_ROOT}/src/graders"] == str(repo / "graders")
+    assert binds[f"{jail.JAIL_ROOT}/src/checklibs"] == str(repo / "checklibs")
+    assert binds[jail.CHECKER_SET] == str(set_root.resolve())
+    for src in binds.values():
+        assert src != str(repo) and not src.startswith(tuple(str(repo / name) for name in ("app", "tests", "problems")))
 
 
 def test_a_hidden_path_holding_a_needed_path_is_refused():

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from graders.code.attention.sequential import Plan
-from graders.code.attention.timing import timing_check
+from checklibs.attention.sequential import Plan
+from checklibs.attention.timing import timing_check
 from graders.code.checks import CheckFailed, CheckSpec
 from graders.results import Verdict, Visibility
 from graders.sandbox import procfs

@@ -332,10 +332,21 @@ class _Run:
             return {"ok": True}, []  # the sessions close with the run (ExitStack), in reverse order
         if method == "session_student":
             args, kwargs = _pair(self._args(msg, buffers))
-            timed = self._session(msg).student(name, list(args), kwargs)
+            timed, frame = self._session(msg).student_call(name, list(args), kwargs)
             rid = len(self.timed)
             self.timed[rid] = timed
-            return {"ok": True, "seconds": timed.seconds, "rid": rid}, []
+            reply: dict[str, Any] = {"ok": True, "seconds": timed.seconds, "rid": rid}
+            # The result travels with the timing, so the check needs no second round trip to read it. Only a
+            # result that reads cleanly does: one that does not stays here, and ends the run only when the check
+            # asks for it (``timed_result``), as it did before.
+            readable, value = proxy.peek(frame)
+            if not readable:
+                return reply, []
+            try:
+                tree, out = codec.encode_value(value, self.checker.caps)
+            except codec.ValueRefused:
+                return reply, []
+            return {**reply, "value": tree}, out
         if method == "session_reference":
             args, kwargs = _pair(self._args(msg, buffers))
             return {"ok": True, "seconds": self._session(msg).reference(list(args), kwargs)}, []

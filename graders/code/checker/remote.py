@@ -165,6 +165,8 @@ class _RemoteTimingSession:
         proxy = self._proxy
         frame = proxy._rpc("session_student", {"sid": self._sid, "name": name}, (tuple(args), dict(kwargs or {})))
         seconds, rid = _seconds(frame.msg), frame.msg.get("rid")
+        if "value" in frame.msg:  # the result came with the timing: read here when the check asks for it
+            return TimedCall(seconds, lambda: proxy._value(frame))
         return TimedCall(seconds, lambda: proxy._value(proxy._rpc("timed_result", {"rid": rid})))
 
     def reference(self, args: list[Any], kwargs: dict[str, Any] | None = None) -> float:

@@ -2,11 +2,11 @@
 
 24 points. Composed from the attention check library; tensors are small so a warm grading stays well under a
 second on one CPU core. Validation, empty rows, determinism, equivariance, dtypes and the source rules pay only
-when the function is correct on a basic case (graders/code/attention/basic.py). The prompt's rules and the check
-grading each are listed in graders/code/attention/prompt_rules.py.
+when the function is correct on a basic case (checklibs/attention/basic.py). The prompt's rules and the check
+grading each are listed in checklibs/attention/prompt_rules.py.
 """
 
-from graders.code.attention import (
+from checklibs.attention import (
     determinism_check,
     empty_row_check,
     equivariance_check,
@@ -18,9 +18,9 @@ from graders.code.attention import (
     timing_check,
     validation_check,
 )
-from graders.code.attention.basic import attention_probe
-from graders.code.attention.dtype_device import dtype_device_check
-from graders.code.attention.prompt_rules import Q5_RULES, source_rules_check
+from checklibs.attention.basic import attention_probe
+from checklibs.attention.dtype_device import dtype_device_check
+from checklibs.attention.prompt_rules import Q5_RULES, source_rules_check
 
 ENTRY = "scaled_attention"
 

@@ -6,10 +6,10 @@ prompt's rules on how each is written are checked on the source (prompt_rules: a
 torch.softmax or a whole score matrix; a batched version without Python loops); then they are timed over several T.
 """
 
-from graders.code.attention import gradient_check, softmax_axis_check, stability_check
-from graders.code.attention.basic import attention_probe
-from graders.code.attention.loop_vs_batched import agreement_check, speedup_check
-from graders.code.attention.prompt_rules import BATCHED_RULES, LOOP_RULES, source_rules_check
+from checklibs.attention import gradient_check, softmax_axis_check, stability_check
+from checklibs.attention.basic import attention_probe
+from checklibs.attention.loop_vs_batched import agreement_check, speedup_check
+from checklibs.attention.prompt_rules import BATCHED_RULES, LOOP_RULES, source_rules_check
 
 LOOP, BATCHED = "attention_loop", "attention_batched"
 

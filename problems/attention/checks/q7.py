@@ -6,10 +6,10 @@ Every check pays only once the test judges the two basic layers correctly (judge
 that never fails, or always fails, gets nothing for the layers it happens to classify right.
 """
 
-from graders.code.attention.basic import gate_all, gated
-from graders.code.attention.judge_probe import basic_layers_probe
-from graders.code.attention.prompt_rules import LAYER_ARGS, Q7_RULES, source_rules_check
-from graders.code.attention.student_test_judge import layer_checks
+from checklibs.attention.basic import gate_all, gated
+from checklibs.attention.judge_probe import basic_layers_probe
+from checklibs.attention.prompt_rules import LAYER_ARGS, Q7_RULES, source_rules_check
+from checklibs.attention.student_test_judge import layer_checks
 
 ENTRY = "test_permutation_equivariance"
 BASIC = basic_layers_probe(ENTRY)

@@ -1,0 +1,108 @@
+"""Calling the student's attention function through the proxy and checking what comes back.
+
+Everything the jail reports is data the student controls, including the messages of the exceptions their code
+raises. ``student_message`` is the one place such a message is turned into feedback: for a hidden check it names
+only a builtin exception type and shows no message (graders.code.sanitise), so a submission cannot exfiltrate
+hidden inputs by raising ``ValueError(repr(q.tolist()))`` or an exception class named after them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import Tensor
+
+from checklibs.attention.inputs import AttentionCase
+from graders.code.check_api import (
+    CheckFailed,
+    GraderWordedError,
+    StudentError,
+    StudentProxy,
+    Visibility,
+    exception_name,
+    raised,
+)
+
+INPLACE_AUTOGRAD = "a leaf Variable that requires grad is being used in an in-place operation"
+INPLACE_MESSAGE = (
+    "your function modifies its inputs in place (autograd refused an in-place operation on q, k or v, which "
+    "require grad here): the caller's tensors must not change. Use out-of-place ops such as q = q / s instead of "
+    "q /= s, q.div_(s) or q.masked_fill_(...)"
+)
+
+
+def student_message(err: StudentError, *, visible: bool) -> str:
+    """The exception for feedback (graders.code.sanitise.raised); in-place edits of the inputs are named.
+
+    The in-place test reads the student's message, which the student could fake: the feedback is fixed words
+    either way, so faking it gains nothing.
+    """
+    if isinstance(err, GraderWordedError):  # a limit the grader names in its own words
+        return f"{err.type_name}: {err.message}"
+    if INPLACE_AUTOGRAD in err.message:
+        return f"{exception_name(err.type_name, visible=visible)} from autograd: {INPLACE_MESSAGE}"
+    return raised(err.type_name, err.message, visible=visible)
+
+
+def is_visible(visibility: str) -> bool:
+    """Only "visible" checks may show inputs; "after_due" feedback is written while the inputs are still hidden."""
+    return Visibility(visibility) is Visibility.VISIBLE
+
+
+def student_raised(entry: str, case: AttentionCase, err: StudentError, *, visible: bool = False) -> CheckFailed:
+    return CheckFailed(f"{entry}({case.describe()}) raised {student_message(err, visible=visible)}")
+
+
+def as_pair(result: Any, entry: str, case: AttentionCase, *, visible: bool = False) -> tuple[Any, Any]:
+    """The (output, weights) pair the function must return; CheckFailed if it returned something else."""
+    if isinstance(result, (tuple, list)) and len(result) == 2:
+        return result[0], result[1]
+    # A hidden check does not repeat a length the student's code chose (it could encode a hidden value).
+    length = f" of length {len(result)}" if visible and isinstance(result, (tuple, list)) else ""
+    kind = f"a {type(result).__name__}{length}" if isinstance(result, (tuple, list)) else None
+    raise CheckFailed(
+        f"{entry}({case.describe()}) must return a pair (output, weights); it returned {kind or type(result).__name__}"
+    )
+
+
+def expected_shapes(case: AttentionCase) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    b, h, tq, _ = case.q.shape
+    tk, dv = case.v.shape[2], case.v.shape[3]
+    return (b, h, tq, dv), (b, h, tq, tk)
+
+
+def check_pair_shapes(
+    out: Any, weights: Any, entry: str, case: AttentionCase, *, visible: bool = False
+) -> tuple[Tensor, Tensor]:
+    """Both tensors with the right shapes, or CheckFailed naming the first wrong one."""
+    for what, value, shape in zip(("output", "weights"), (out, weights), expected_shapes(case), strict=True):
+        if not isinstance(value, Tensor):
+            raise CheckFailed(f"{entry}({case.describe()}): {what} should be a tensor, got {type(value).__name__}")
+        if tuple(value.shape) != shape:
+            got = f"shape {tuple(value.shape)}" if visible else "the wrong shape"
+            raise CheckFailed(
+                f"{entry}({case.describe()}): {what} has {got}, expected {shape} "
+                "(B, H, Tq, Dv) for the output and (B, H, Tq, Tk) for the weights"
+            )
+    assert isinstance(out, Tensor) and isinstance(weights, Tensor)
+    return out.detach().cpu(), weights.detach().cpu()
+
+
+def call_attention(
+    student: StudentProxy, entry: str, case: AttentionCase, *, check_shapes: bool = True, visible: bool = False
+) -> tuple[Tensor, Tensor]:
+    """Call ``entry`` on ``case``; CheckFailed (never StudentError) when it raises or returns the wrong kind.
+
+    With ``check_shapes=False`` the raw pair comes back, for checks that diagnose e.g. transposed weights.
+    ``visible`` says whether the check may show the student's exception message at length (see ``sanitise``).
+    """
+    try:
+        result = student.call(entry, *case.args, **case.kwargs)
+    except StudentError as err:
+        raise student_raised(entry, case, err, visible=visible) from None
+    out, weights = as_pair(result, entry, case, visible=visible)
+    if not check_shapes:
+        if not isinstance(out, Tensor) or not isinstance(weights, Tensor):
+            raise CheckFailed(f"{entry}({case.describe()}) must return two tensors (output, weights)")
+        return out.detach().cpu(), weights.detach().cpu()
+    return check_pair_shapes(out, weights, entry, case, visible=visible)

@@ -1,0 +1,70 @@
+"""Softmax over the key axis, tested on NON-symmetric scores (a symmetric example hides the wrong axis)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+from torch import Tensor
+
+from checklibs.attention.calling import call_attention, check_pair_shapes, is_visible
+from checklibs.attention.compare import compare, is_close
+from checklibs.attention.inputs import AttentionCase, random_case
+from checklibs.attention.reference import reference_attention
+from checklibs.attention.tally import Tally
+from graders.code.check_api import CheckFailed, CheckFunc, StudentProxy, check
+
+RTOL, ATOL = 1e-6, 1e-9
+
+COLUMNS_MESSAGE = (
+    "your weights' columns sum to 1 instead of rows: softmax over the query axis; symmetric examples like the 2×2 "
+    "one hide this. Normalise over the keys (the last axis, dim=-1)."
+)
+TRANSPOSED_MESSAGE = (
+    "your weights are transposed: weights[b, h, i, j] must be the weight of key j for query i, shape (B, H, Tq, Tk)"
+)
+
+
+def _sums_to_one(weights: Tensor, dim: int) -> bool:
+    sums = weights.to(torch.float64).sum(dim)
+    return bool(torch.allclose(sums, torch.ones_like(sums), rtol=0, atol=1e-6))
+
+
+def check_axis(student: StudentProxy, entry: str, case: AttentionCase, *, visible: bool = False) -> None:
+    """One case: transposed weights, columns summing to 1, then values against the reference."""
+    ref_out, ref_w = reference_attention(case.q, case.k, case.v, case.key_valid, case.causal)
+    out, weights = call_attention(student, entry, case, check_shapes=False, visible=visible)
+    if is_close(weights.transpose(-1, -2), ref_w, rtol=RTOL, atol=ATOL):
+        raise CheckFailed(TRANSPOSED_MESSAGE)
+    out, weights = check_pair_shapes(out, weights, entry, case)
+    if not _sums_to_one(weights, -1):
+        if _sums_to_one(weights, -2):
+            raise CheckFailed(COLUMNS_MESSAGE)
+        raise CheckFailed("the rows of your weights (one per query) do not sum to 1: softmax must run over keys")
+    for problem in (
+        compare(weights, ref_w, rtol=RTOL, atol=ATOL, what="weights"),
+        compare(out, ref_out, rtol=RTOL, atol=ATOL, what="output"),
+    ):
+        if problem:
+            raise CheckFailed(problem)
+
+
+def softmax_axis_check(
+    *, points: float = 2.0, entry: str = "scaled_attention", name: str = "softmax_axis", visibility: str = "hidden"
+) -> CheckFunc:
+    """Build the check that softmax runs over keys, on non-symmetric scores with Tq != Tk and Tq == Tk."""
+
+    visible = is_visible(visibility)
+
+    @check(points=points, category="softmax_axis", visibility=visibility, name=name)
+    def softmax_axis(student: StudentProxy) -> str:
+        """Softmax over keys on non-symmetric scores (Tq != Tk and Tq == Tk)."""
+        tally = Tally("softmax over the key axis")
+        for case in (
+            random_case("Tq=4, Tk=6", 11, tq=4, tk=6),
+            random_case("Tq=Tk=5", 12, tq=5, tk=5),
+        ):
+            tally.run(case.label, partial(check_axis, student, entry, case, visible=visible))
+        return tally.finish()
+
+    return softmax_axis
