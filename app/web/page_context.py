@@ -46,6 +46,8 @@ class SetCard:
     max_total: float
     pending: int = 0  # problems awaiting hand grading, left out of best_total
     zone: str = "UTC"  # the offering's time zone: dates are shown in it unless the browser told its own
+    course_title: str = ""  # the card names its course and offering: a set may be assigned in several
+    offering_title: str = ""
 
 
 def offering_zone(session: Session, offering_id: int | None) -> str:
@@ -81,6 +83,8 @@ def set_cards(session: Session, *, user: User) -> list[SetCard]:
                 pending=len(pending),
                 max_total=sum(float(v) for v in points.values()),
                 zone=offering_zone(session, assignment.offering_id),
+                course_title=assignment.offering.course.title,
+                offering_title=assignment.offering.title,
             )
         )
     return cards
@@ -221,7 +225,7 @@ def set_page(
         problem["given"] = mine.answers
         problem["last_code"] = mine.code
         problem["marks"] = mine.marks
-        _place_blanks(problem, slug=view["id"], mine=mine, tr=tr)
+        _place_blanks(problem, slug=view["id"], mine=mine, tr=tr, offering=found.assignment.offering_id)
     return {
         "set": view,
         "offering": found.assignment.offering_id,
@@ -262,7 +266,9 @@ def _latest(session: Session, loaded: LoadedSet, access: Access, submission_id: 
     return Latest(answers={str(k): str(v) for k, v in (answers or {}).items()}, code=code or "", marks=marks)
 
 
-def _place_blanks(problem: dict[str, Any], *, slug: str, mine: Latest, tr: NullTranslations | None) -> None:
+def _place_blanks(
+    problem: dict[str, Any], *, slug: str, mine: Latest, tr: NullTranslations | None, offering: int | None = None
+) -> None:
     """Render the prompt with its blanks in place; parts not placed there (options, no marker) go below it."""
     parts = problem.get("parts", []) if problem["takes"] == "answers" else []
     inline = {
@@ -274,6 +280,7 @@ def _place_blanks(problem: dict[str, Any], *, slug: str, mine: Latest, tr: NullT
             mark=mine.marks.get(part["id"]),
             multi_part=len(parts) > 1,
             tr=tr,
+            offering=offering,
         )
         for part in parts
         if part["widget"] != "options"
