@@ -8,7 +8,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
-from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import Scope
 
 from app import disk_space
@@ -25,6 +24,7 @@ from app.problemsets.router import router as problemsets_router
 from app.ratelimit.errors import install_handler as install_rate_limit_handler
 from app.request_id import RequestIdMiddleware
 from app.security_headers import SecurityHeaders
+from app.session_cookie import SessionCookie
 from app.submissions.router import router as submissions_router
 from app.users.password_checks import PasswordChecks
 from app.users.router import router as users_router
@@ -96,12 +96,12 @@ def create_app(
     app.add_middleware(HtmlTooLarge)  # pages get an HTML 413, the API keeps its JSON
     disk_space.install(app, settings.data_dir, settings.min_free_disk_bytes)
     app.add_middleware(RefuseNul)
+    # Starlette's signed cookie session, SameSite=Lax, or partitioned for a launch in an LMS's iframe.
     app.add_middleware(
-        SessionMiddleware,
+        SessionCookie,
         secret_key=settings.resolved_secret_key(),
         session_cookie=settings.session_cookie,
         max_age=settings.session_max_age_s,
-        same_site="lax",
         https_only=settings.secure_cookies,
     )
     # Inside the access log and the request id, so a 500 or a 503 is logged and carries the id (Starlette's own

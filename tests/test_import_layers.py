@@ -59,6 +59,7 @@ def test_contracts_hold_on_the_tree(tmp_path: Path) -> None:
         ("app/worker/grading.py", "import checklibs.attention  # noqa", "graders/ and app/ never import"),
         ("checklibs/attention/tally.py", "import graders.code.checks  # noqa", "check libraries use the engine only"),
         ("checklibs/attention/inputs.py", "from graders.sandbox import codec  # noqa", "check libraries use"),
+        ("graders/sandbox/prefork.py", "import graders.sandbox.slot  # noqa", "graders.sandbox.prefork never imports"),
         ("app/submissions/service.py", "import app.web.page_context  # noqa", "app's domain services"),
     ],
 )

@@ -28,10 +28,11 @@ from app.courses.access import Access
 from app.courses.permissions import Action
 from app.errors import N_, Conflict, Invalid
 from app.problemsets.service import get_latest, loaded_version
-from graders.answers.registry import grade_part, normalized_answer
-from graders.answers.specs import AnswerSpec, TextSpec
+from graders.answers.registry import answer_kind, grade_part, normalized_answer
+from graders.answers.specs import AnswerSpec
 from graders.input_limits import safe_yaml_load
-from graders.model import FillInProblem
+from graders.kinds import kind_of
+from graders.model import ProblemBase
 from graders.problemset.archive import pack_files
 from graders.problemset.loader import SET_FILE, LoadedSet
 
@@ -45,12 +46,18 @@ class Alias:
     answer: str  # as the gradebook shows it: the grader's normal form of what the students typed
 
 
-def _part_index(loaded: LoadedSet, alias: Alias) -> tuple[int, int, TextSpec]:
+def takes_alias(problem: ProblemBase, part: AnswerSpec) -> bool:
+    """Whether one more accepted answer can be added to this part: its problem kind's parts are the ``parts`` of
+    problemset.yaml, and its answer kind keeps a list of accepted answers (``AnswerKind.aliases``)."""
+    return kind_of(problem).takes_aliases and answer_kind(part.kind).takes_aliases
+
+
+def _part_index(loaded: LoadedSet, alias: Alias) -> tuple[int, int, AnswerSpec]:
     """(problem index, part index, the part's spec), or Invalid naming what is wrong."""
     for i, problem in enumerate(loaded.spec.problems):
         if problem.id != alias.problem_id:
             continue
-        if not isinstance(problem, FillInProblem):
+        if not kind_of(problem).takes_aliases:
             raise Invalid(N_("%(problem)s is a %(kind)s problem: only fill-in blanks take aliases"),
                           params={"problem": alias.problem_id, "kind": problem.kind})  # fmt: skip
         ids = problem.part_ids()
@@ -61,8 +68,8 @@ def _part_index(loaded: LoadedSet, alias: Alias) -> tuple[int, int, TextSpec]:
             )  # fmt: skip
 
         j = ids.index(alias.part_id)
-        part = problem.parts[j]
-        if not isinstance(part, TextSpec):
+        part = problem.answer_parts()[j]
+        if not takes_alias(problem, part):
             raise Invalid(
                 N_("%(where)s is a %(kind)s blank: only text blanks take aliases (change its answer in "
                    "problemset.yaml)"),
@@ -79,8 +86,8 @@ def is_known_wrong(answer: str, part: AnswerSpec) -> bool:
     return any(normalized_answer(example, part) == normal for example in part.reject)
 
 
-def check_alias(loaded: LoadedSet, alias: Alias) -> tuple[int, int, TextSpec]:
-    """(problem index, part index, the text part) the alias would join; Invalid or Conflict when adding it makes
+def check_alias(loaded: LoadedSet, alias: Alias) -> tuple[int, int, AnswerSpec]:
+    """(problem index, part index, the part) the alias would join; Invalid or Conflict when adding it makes
     no sense."""
     answer = alias.answer.strip()
     if not answer or len(answer) > MAX_ALIAS_CHARS or "\n" in answer:
@@ -138,8 +145,9 @@ def _add_to(part: CommentedMap, key: str, value: str) -> None:
         part[key] = seq
 
 
-def edited_spec(text: str, problem_index: int, part_index: int, answer: str) -> str:
-    """problemset.yaml with ``answer`` added to one part's ``answers`` and ``accept``; everything else as written.
+def edited_spec(text: str, problem_index: int, part_index: int, answer: str, field: str = "answers") -> str:
+    """problemset.yaml with ``answer`` added to one part's ``field`` (its kind's list of accepted answers) and
+    ``accept``; everything else as written.
 
     The text is a stored version's, which passed the loader's YAML limits (no alias bombs) when it was uploaded.
     """
@@ -154,22 +162,24 @@ def edited_spec(text: str, problem_index: int, part_index: int, answer: str) -> 
             params={"problem": problem},
         ) from exc
     part = data["problems"][problem_index]["parts"][part_index]
-    _add_to(part, "answers", answer)
+    _add_to(part, field, answer)
     _add_to(part, "accept", answer)
     out = io.StringIO()
     yaml.dump(data, out)
     edited = out.getvalue()
-    _only_that_part_changed(text, edited, problem_index, part_index, answer)
+    _only_that_part_changed(text, edited, problem_index, part_index, answer, field)
     return edited
 
 
-def _only_that_part_changed(before: str, after: str, problem_index: int, part_index: int, answer: str) -> None:
+def _only_that_part_changed(
+    before: str, after: str, problem_index: int, part_index: int, answer: str, field: str
+) -> None:
     """Invalid unless ``after`` reads as ``before`` with ``answer`` added to that one part's lists: a list shared
     through a YAML anchor (``answers: *common``) or a merge key (``<<: *base``) would take it in every part that
     uses it."""
     expected = copy.deepcopy(safe_yaml_load(before))
     part = expected["problems"][problem_index]["parts"][part_index]
-    for key in ("answers", "accept"):
+    for key in (field, "accept"):
         part[key] = [*(part.get(key) or []), answer]
     if safe_yaml_load(after) != expected:
         raise Invalid(
@@ -208,7 +218,8 @@ def prepare(
 
 def with_alias(loaded: LoadedSet, alias: Alias) -> bytes:
     """The tar.gz of a new version: ``loaded``'s files with the alias in problemset.yaml (checked first)."""
-    i, j, _ = check_alias(loaded, alias)
+    i, j, part = check_alias(loaded, alias)
+    field = answer_kind(part.kind).aliases or ""  # check_alias: the part's kind takes aliases
     files = dict(loaded.files)
-    files[SET_FILE] = edited_spec(loaded.text(SET_FILE), i, j, alias.answer.strip()).encode("utf-8")
+    files[SET_FILE] = edited_spec(loaded.text(SET_FILE), i, j, alias.answer.strip(), field).encode("utf-8")
     return pack_files(files)

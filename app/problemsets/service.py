@@ -21,7 +21,7 @@ from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.storage import load_version
 from graders.code.grader import CodeGraderLike
 from graders.grade import problem_view, validate_set
-from graders.model import CodeProblem, ProblemSetSpec
+from graders.model import ProblemSetSpec
 from graders.problemset.archive import ArchiveLimits, pack_files, unpack_archive
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import LoadedSet, load_problem_set
@@ -146,7 +146,7 @@ def _store(
 def checked_with(spec: ProblemSetSpec, grader: CodeGraderLike | None) -> str | None:
     """The checking-code version a report made with ``grader`` is complete for; None when a code set was
     validated without a grader (no mutant gate ran), so `serve` gates it before trusting it as checked."""
-    if grader is None and any(isinstance(p, CodeProblem) for p in spec.problems):
+    if grader is None and any(p.instructor_code() is not None for p in spec.problems):
         return None
     return checking_code.version_for(spec)
 
@@ -275,8 +275,9 @@ def gate_files(loaded: LoadedSet) -> int:
     """How many files the mutant gate will grade (each code problem's solutions and mutants), for progress."""
     count = 0
     for problem in loaded.spec.problems:
-        if isinstance(problem, CodeProblem) and problem.gradable:
-            for folder in (problem.solutions_dir(), problem.mutants_dir()):
+        code = problem.instructor_code()
+        if code is not None:
+            for folder in (code.solutions, code.mutants):
                 prefix = folder.rstrip("/") + "/"
                 count += sum(
                     1 for name in loaded.files if name.startswith(prefix) and name.endswith(".py")

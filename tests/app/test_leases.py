@@ -58,7 +58,7 @@ def test_a_grading_longer_than_the_lease_is_not_taken_over(settings, accounts, s
 
 def _running(session, accounts, attempts: int) -> int:  # type: ignore[no-untyped-def]
     version = sets.get_latest(session, "basic")
-    sub = Submission(user_id=accounts["alice"].id, problem_set_version_id=version.id, problem_id="t1", kind="answers",
+    sub = Submission(user_id=accounts["alice"].id, problem_set_version_id=version.id, problem_id="t1",
                      payload={"answers": {}}, status=Status.RUNNING, claimed_by="gone:1:0",
                      lease_until=utcnow() - timedelta(seconds=5), grading_attempts=attempts)  # fmt: skip
     session.add(sub)

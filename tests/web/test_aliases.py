@@ -16,7 +16,7 @@ from sqlalchemy import select
 from app.courses.models import Assignment
 from app.errors import Conflict, Invalid
 from app.problemsets import service as sets
-from app.problemsets.aliases import edited_spec
+from app.problemsets.aliases import edited_spec, takes_alias
 from app.problemsets.models import ProblemSetVersion
 from graders.answers.registry import grade_part
 from graders.answers.specs import TextSpec
@@ -50,6 +50,24 @@ def test_a_part_with_only_a_regex_gets_its_first_alias() -> None:
     text = "problems:\n  - id: q\n    parts:\n      - kind: text   # why\n        regex: 'a+'\n"
     edited = edited_spec(text, 0, 0, "b")
     assert "# why" in edited and 'answers: ["b"]' in edited and 'accept: ["b"]' in edited
+
+
+def test_the_alias_joins_the_list_its_answer_kind_names() -> None:
+    # AnswerKind.aliases: a kind whose accepted answers are another field gets the alias there, not in "answers".
+    text = "problems:\n  - id: q\n    parts:\n      - kind: term\n        synonyms: [a]\n"
+    edited = edited_spec(text, 0, 0, "b", field="synonyms")
+    assert 'synonyms: [a, "b"]' in edited and 'accept: ["b"]' in edited and "answers" not in edited
+
+
+def test_only_kinds_that_say_so_take_aliases() -> None:
+    loaded = load_problem_set(FIXTURE_SETS / "basic")
+    seen = set()
+    for problem in loaded.spec.problems:
+        for spec in problem.answer_parts():
+            expected = problem.kind == "fill_in" and spec.kind == "text"  # the built-in kinds that do
+            assert takes_alias(problem, spec) is expected, (problem.id, spec.kind)
+            seen.add(expected)
+    assert seen == {True, False}
 
 
 def _wrong_answers_given(client, accounts) -> None:  # type: ignore[no-untyped-def]

@@ -193,7 +193,7 @@ def test_preview_of_a_code_problem_offers_a_trial_run_instead_of_grading_it(clie
         assert alice is not None
         code = {"code": "raise SystemExit(1)"}
         sub = Submission(user_id=alice.id, problem_set_version_id=version.id, assignment_id=assignment.id,
-                         problem_id="c1", kind="code", payload=code, status=Status.GRADED)  # fmt: skip
+                         problem_id="c1", payload=code, status=Status.GRADED)  # fmt: skip
         session.add(sub)
         session.flush()
         session.add(Grade(submission_id=sub.id, auto_score=0.0, max_score=1.0, verdict="rejected", message=""))

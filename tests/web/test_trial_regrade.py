@@ -44,9 +44,8 @@ def _stored(sessions, slug: str, problem: str, rows: list[Row]) -> list[int]:  #
         attempts: Counter[int] = Counter()
         for user_id, payload, auto, manual in rows:
             attempts[user_id] += 1
-            kind = "code" if "code" in payload else "answers"
             sub = Submission(user_id=user_id, problem_set_version_id=version.id, assignment_id=assignment.id,
-                             problem_id=problem, kind=kind, payload=payload, status=Status.GRADED,
+                             problem_id=problem, payload=payload, status=Status.GRADED,
                              attempt=attempts[user_id])  # fmt: skip
             session.add(sub)
             session.flush()
