@@ -32,7 +32,8 @@ def test_the_upload_form_chooses_the_offering(client, world: World, sessions) ->
     assert select, page
     assert f'<option value="{world.b}">Another course · Offering B</option>' in select.group(1)
     assert '<option value="" selected disabled>Choose an offering</option>' in select.group(1)
-    # The offering in context (the address's) is the one chosen.
+    # The offering in context (the address's, as its home page links it) is the one chosen.
+    assert f'href="/instructor?offering={world.b}"' in client.get(f"/offerings/{world.b}").text
     chosen = client.get(f"/instructor?offering={world.b}").text
     assert f'<option value="{world.b}" selected>' in chosen and "Choose an offering" not in chosen
     archive = zip_dir(FIXTURE_SETS / "basic", prefix="basic/")
