@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.cli.common import load_set_or_exit, migrated_sessions, print_set_errors, settings_or_exit
 from app.config import Settings
+from app.courses import course_sets
 from app.problemsets import refused, service
 from app.problemsets.service import ProblemSetRejected
 from app.worker.code_grader import LazyCodeGrader, sandbox_config
@@ -68,7 +69,7 @@ def load_one(sessions: sessionmaker[Session], folder: Path, grader: LazyCodeGrad
     typer.echo(f"loading {folder} ...")
     with sessions() as session:
         try:
-            version, report, created = service.load_dir(
+            version, report, created = course_sets.load_dir(
                 session,
                 root=folder,
                 grader=grader,

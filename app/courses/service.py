@@ -171,7 +171,7 @@ def enroll(
 
 
 def claim_pending(session: Session, user: User) -> int:
-    """An account whose address is proven (app.users.service.create_user's ``email_proven``, a mailed invitation)
+    """An account whose address is proven (app.courses.accounts.create_user's ``email_proven``, a mailed invitation)
     takes over the roster rows loaded for its email and not accepted yet."""
     rows = list(session.scalars(select(Membership).where(Membership.email == user.email, Membership.user_id.is_(None))))
     for row in rows:

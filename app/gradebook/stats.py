@@ -13,7 +13,6 @@ from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.models import Assignment
 from app.courses.permissions import Action
-from app.gradebook.attempts import EPS, Column, best_attempts, columns, load_attempts, student_ids
 from app.gradebook.schemas import (
     BlankWrongAnswers,
     CheckStat,
@@ -27,6 +26,7 @@ from app.gradebook.service import counted_rule
 from app.problemsets.aliases import is_known_wrong, takes_alias
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import spec_of
+from app.submissions.attempts import EPS, Column, best_attempts, columns, load_attempts, student_ids
 from app.submissions.models import CheckResultRow, Submission
 from graders.answers.normalize import collapse_whitespace
 from graders.answers.registry import ANSWER_KINDS, grade_part, normalized_answer

@@ -25,10 +25,10 @@ from app.courses.models import Assignment, Release
 from app.courses.policy import DAY, policy_for
 from app.db import session_scope, utcnow
 from app.errors import NotFound
-from app.gradebook.attempts import Attempt, best_attempts, columns, load_attempts
 from app.lti.models import LtiContext, LtiPassback, LtiPlatform, LtiResourceLink, LtiUser
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import spec_of
+from app.submissions.attempts import Attempt, best_attempts, columns, load_attempts
 from app.submissions.release import seal_of
 from app.users.models import User
 

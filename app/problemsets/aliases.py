@@ -20,14 +20,8 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from ruamel.yaml.tokens import CommentToken
-from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.courses import service as courses
-from app.courses.access import Access
-from app.courses.permissions import Action
 from app.errors import N_, Conflict, Invalid
-from app.problemsets.service import get_latest, loaded_version
 from graders.answers.registry import answer_kind, grade_part, normalized_answer
 from graders.answers.specs import AnswerSpec
 from graders.input_limits import safe_yaml_load
@@ -187,33 +181,6 @@ def _only_that_part_changed(
                "to problemset.yaml by hand"),
             field="part",
         )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class AliasEdit:
-    archive: bytes  # the new version's tar.gz, to go through the upload path
-    based_on: int  # the version number it was made from (ingest refuses it if another one was stored since)
-    offering_id: int  # the offering it was asked from
-
-
-def prepare(
-    session: Session, settings: Settings, access: Access, slug: str, offering_id: int | None, alias: Alias
-) -> AliasEdit:
-    """The edit of ``slug``'s latest version that adds ``alias``: for staff who may upload sets into an offering
-    that has the set assigned (404 for anyone else). Refused when the assignment is pinned to a version (its
-    students would not see a new one) and for the reasons of ``check_alias``."""
-    found = courses.resolve(session, access, slug, offering_id=offering_id, action=Action.UPLOAD)
-    if found.assignment.pinned_version_id is not None:
-        pinned = courses.version_of(session, found.assignment).number
-        raise Conflict(
-            N_("this assignment is pinned to version %(version)s of the set, so its students would not see a new "
-               "one; unpin it in the assignment's settings first"),
-            params={"version": pinned},
-        )  # fmt: skip
-
-    latest = get_latest(session, slug, include_hidden=True)
-    archive = with_alias(loaded_version(settings, latest), alias)
-    return AliasEdit(archive=archive, based_on=latest.number, offering_id=found.assignment.offering_id)
 
 
 def with_alias(loaded: LoadedSet, alias: Alias) -> bytes:

@@ -16,7 +16,6 @@ from app.courses import clock
 from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.models import Assignment, Membership
-from app.courses.penalties import Penalties, penalties_of
 from app.courses.permissions import Action
 from app.courses.policy import Closed, InvalidFormat, policy_for
 from app.db import utcnow
@@ -26,6 +25,7 @@ from app.problemsets.service import loaded_version
 from app.submissions.allocation import store_next_attempt
 from app.submissions.models import CheckResultRow, Grade, Source, Status, Submission
 from app.submissions.notebook import require_entrypoints
+from app.submissions.penalties import Penalties, penalties_of
 from app.users.models import User
 from graders.grade import check_payload, format_errors
 from graders.kinds import PayloadInvalid

@@ -30,9 +30,9 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from app.config import Settings
-from app.courses.penalties import Penalties
 from app.lti.passback import queue_score
 from app.submissions.models import CheckResultRow, Grade, Submission
+from app.submissions.penalties import Penalties
 from app.webhooks.service import enqueue_for
 from app.worker import observe
 from app.worker.grading import GradingJob, job_labels, result_rows

@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from app.config import Settings
+from app.courses import course_sets
 from app.courses.access import access_for
 from app.main import create_app
-from app.problemsets import service as sets
 from app.submissions import service
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
 from app.users.models import User
@@ -131,7 +131,7 @@ def test_with_no_free_slot_the_answer_is_stored_queued_for_the_workers(settings,
 
 def test_a_code_submission_still_goes_to_the_workers(settings, accounts, sessions):  # type: ignore[no-untyped-def]
     with sessions() as session:
-        sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
         session.commit()
     inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
     with sessions() as session:

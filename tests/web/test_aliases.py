@@ -13,6 +13,7 @@ from html import unescape
 import pytest
 from sqlalchemy import select
 
+from app.courses import course_sets
 from app.courses.models import Assignment
 from app.errors import Conflict, Invalid
 from app.problemsets import service as sets
@@ -131,7 +132,7 @@ def test_one_click_makes_a_validated_version_and_links_to_the_regrade(client, ac
 
     # The folder it came from is version 1: loading it again (serve's start-up) keeps version 2 current.
     with sessions() as session:
-        kept, _, created = sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None, keep_newer=True)
+        kept, _, created = course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None, keep_newer=True)
         assert (kept.number, created) == (2, False)
         session.commit()
     assert _versions(sessions) == [1, 2]
@@ -287,7 +288,7 @@ def test_a_file_the_round_trip_parser_cannot_read_is_refused_not_a_500(client, a
     # PyYAML (the loader) takes the last of a key given twice; the round-trip parser refuses the file.
     spec.write_text(spec.read_text(encoding="utf-8").replace('version: "1"', 'version: "1"\nversion: "2"'))
     with sessions() as session:
-        sets.load_dir(session, root=folder, grader=None)
+        course_sets.load_dir(session, root=folder, grader=None)
         session.commit()
     token = login(client, accounts["instructor"])
     resp = client.post("/instructor/sets/basic/aliases",
@@ -333,7 +334,7 @@ def test_a_folder_change_after_a_web_alias_is_logged_and_load_stores_the_folder(
     assert added.status_code == 201
     with sessions() as session:
         # `autograder problems load` of the unchanged folder stores it as asked (serve's start-up would keep v2).
-        version, _, created = sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+        version, _, created = course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
         assert (version.number, created) == (3, True)
         session.commit()
     assert "replaces version 2, which was made on the web" in caplog.text
