@@ -43,6 +43,11 @@ _BODY_DOC: dict[str, Any] = {
                     "properties": {
                         "problem_set": {"type": "string", "maxLength": 64},
                         "problem": {"type": "string", "maxLength": 64},
+                        "offering": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "description": "the offering, when the set is assigned in several of yours",
+                        },
                         "file": {
                             "type": "string",
                             "format": "binary",

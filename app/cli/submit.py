@@ -19,6 +19,7 @@ def submit(
     problem: Annotated[str, typer.Option(help="problem id")],
     file: Annotated[Path | None, typer.Argument(help="a .py file or a notebook (.ipynb), for code problems")] = None,
     answers: Annotated[str | None, typer.Option(help="JSON map of part id to answer")] = None,
+    offering: Annotated[int | None, typer.Option(help="offering id, when the set is in several of yours")] = None,
     url: Annotated[str, typer.Option(envvar="AUTOGRADER_URL", help="server base URL")] = "http://127.0.0.1:8000",
     token: Annotated[str | None, typer.Option(envvar="AUTOGRADER_TOKEN", help="API token")] = None,
     wait: Annotated[float, typer.Option(help="seconds to wait for the grade")] = 60.0,
@@ -31,6 +32,8 @@ def submit(
     if not token:
         _fail("pass --token or set AUTOGRADER_TOKEN")
     body: dict[str, Any] = {"problem_set": set_name, "problem": problem, "source": "ci"}
+    if offering is not None:
+        body["offering"] = offering
     if file is None and answers is None:
         _fail('pass a .py file, a notebook or --answers \'{"b1": "..."}\'')
     try:

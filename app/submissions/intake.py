@@ -112,7 +112,7 @@ def _json_body(raw: bytes) -> Any:
         raise Invalid(str(exc) if isinstance(exc, InputTooComplex) else "the body is not UTF-8", field="") from exc
 
 
-_MULTIPART_FIELDS = ("problem_set", "problem", "file", "answers", "source")
+_MULTIPART_FIELDS = ("problem_set", "problem", "offering", "file", "answers", "source")
 
 
 async def _parse_multipart(request: Request) -> SubmissionCreate:

@@ -38,10 +38,12 @@ def blank_html(
     mark: Mark | None,
     multi_part: bool,
     tr: NullTranslations | None = None,
+    offering: int | None = None,
 ) -> Markup:
     """The label, input, mark, note and preview of one blank (escaped throughout; safe to put in the prompt).
 
     ``tr``: the page's language for the words this adds (the hint and the grader's feedback stay as written).
+    ``offering``: the page's offering, carried by the preview's address (the set may be assigned in several).
     """
     tr = tr or NullTranslations()
     pid = part["id"]
@@ -57,6 +59,8 @@ def blank_html(
     ).format(fid=fid, pid=pid, note=note_id, limit=MAX_ANSWER_CHARS)
     if has_preview:
         url = f"/sets/{quote(slug)}/problems/{quote(problem_id)}/preview?part={quote(pid)}"
+        if offering is not None:
+            url += f"&offering={offering}"
         attrs += Markup(' data-preview="{url}"').format(url=url)
     if widget == "essay":
         control = Markup('<textarea {a} rows="8" class="essay">{v}</textarea>').format(a=attrs, v=given)

@@ -51,10 +51,27 @@ def _instructor_page(request: Request, session: WebSession, user: User, status: 
     loading = loader.statuses() if loader is not None else []
     if all(s.phase == "done" for s in loading):
         loading = []
+    offerings, chosen = _upload_choices(request, session, user, context.pop("upload_offering", None))
     return render(
         request, "instructor/index.html", status, sets=_staff_sets(session, user), refused=refused_sets,
-        loading=loading, **context,
+        loading=loading, upload_offerings=offerings, upload_offering=chosen, **context,
     )  # fmt: skip
+
+
+def _upload_choices(
+    request: Request, session: WebSession, user: User, typed: object
+) -> tuple[list[Offering], int | None]:
+    """The offerings the upload form offers (those the user may upload into, by course and offering) and the one
+    chosen: the one typed in a refused form, else ``?offering=`` of the page's address, else the only one."""
+    mine = access_for(session, user).offerings(Action.UPLOAD)
+    offerings = sorted(
+        (o for o in (session.get(Offering, i) for i in mine) if o is not None),
+        key=lambda o: (o.course.title, o.title, o.id),
+    )
+    for raw in (typed, request.query_params.get("offering")):
+        if isinstance(raw, str) and raw.isdigit() and len(raw) < 10 and int(raw) in mine:
+            return offerings, int(raw)
+    return offerings, offerings[0].id if len(offerings) == 1 else None
 
 
 @router.get("/instructor")
@@ -81,7 +98,8 @@ def upload(
         target = _upload_target(request, session, access_for(session, user), user, form.get("offering"))
     except (Invalid, Forbidden) as exc:
         session.rollback()
-        return _instructor_page(request, session, user, 422, upload_error=error_text(request, exc))
+        return _instructor_page(request, session, user, 422, upload_error=error_text(request, exc),
+                                upload_offering=form.get("offering"))  # fmt: skip
     work = functools.partial(validate_and_store, request.app.state, user.id, target.id, data, file.filename)
     job = UploadJob(owner_id=user.id, filename=file.filename)
     upload_jobs(request).start(job, work)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from gettext import NullTranslations
 from typing import Any
 
@@ -13,13 +14,15 @@ from app.config import Settings
 from app.courses import clock
 from app.courses import service as courses
 from app.courses.access import Access, access_for
-from app.courses.models import Assignment, Offering
+from app.courses.models import Assignment, Membership, Offering
 from app.courses.permissions import Action
-from app.courses.policy import override_for, policy_for
+from app.courses.policy import Policy, override_for, policy_for
+from app.db import utcnow
 from app.gradebook import service as gradebook
 from app.gradebook.service import Progress
 from app.problemsets import service as sets
 from app.submissions import service as submissions
+from app.submissions.allocation import attempts_used
 from app.submissions.models import Status, Submission
 from app.submissions.presenter import submission_public
 from app.submissions.release import seal_for, seal_of
@@ -46,6 +49,8 @@ class SetCard:
     max_total: float
     pending: int = 0  # problems awaiting hand grading, left out of best_total
     zone: str = "UTC"  # the offering's time zone: dates are shown in it unless the browser told its own
+    course_title: str = ""  # the card names its course and offering: a set may be assigned in several
+    offering_title: str = ""
 
 
 def offering_zone(session: Session, offering_id: int | None) -> str:
@@ -81,6 +86,8 @@ def set_cards(session: Session, *, user: User) -> list[SetCard]:
                 pending=len(pending),
                 max_total=sum(float(v) for v in points.values()),
                 zone=offering_zone(session, assignment.offering_id),
+                course_title=assignment.offering.course.title,
+                offering_title=assignment.offering.title,
             )
         )
     return cards
@@ -214,21 +221,77 @@ def set_page(
     view["language"] = loaded.spec.language
     progress = _released_progress(session, access, found.assignment, loaded.spec, user)
     latest = {pid: _latest(session, loaded, access, p.latest_submission_id, user) for pid, p in progress.items()}
+    staff = access.can(found.assignment.offering_id, Action.VIEW_UNRELEASED)
     for problem in view["problems"]:
+        problem["attempts"] = attempts_left(session, found.assignment, loaded.spec, member, user.id, problem["id"],
+                                            started_at=started, staff=staff)  # fmt: skip
         mine = latest.get(problem["id"]) or Latest()
         if typed is not None and typed_problem == problem["id"]:
             mine = Latest(answers={k: v[0] if len(v) == 1 else ",".join(v) for k, v in typed.items()})
         problem["given"] = mine.answers
         problem["last_code"] = mine.code
         problem["marks"] = mine.marks
-        _place_blanks(problem, slug=view["id"], mine=mine, tr=tr)
+        _place_blanks(problem, slug=view["id"], mine=mine, tr=tr, offering=found.assignment.offering_id)
     return {
         "set": view,
         "offering": found.assignment.offering_id,
         "zone": offering_zone(session, found.assignment.offering_id),
         "progress": progress,
         "pending": pending_manual(session, progress),
+        "release": release_words(policy),
     }
+
+
+@dataclass(frozen=True)
+class Attempts:
+    """A problem's attempts for the set page: how many are used of how many, and whether Submit is open now."""
+
+    used: int
+    allowed: int | None  # None: no limit (or staff, whom the limits do not bind)
+    ready_at: datetime | None = None  # inside a cooldown: when the next attempt is possible
+
+    @property
+    def none_left(self) -> bool:
+        return self.allowed is not None and self.used >= self.allowed
+
+
+def attempts_left(
+    session: Session,
+    assignment: Assignment,
+    spec: ProblemSetSpec,
+    member: Membership | None,
+    user_id: int,
+    problem_id: str,
+    *,
+    started_at: datetime | None,
+    staff: bool,
+) -> Attempts:
+    """The same count and limits that app.submissions.allocation.check_limits refuses an attempt by."""
+    used, last_at = attempts_used(session, user_id=user_id, assignment_id=assignment.id, problem_id=problem_id)
+    if staff:
+        return Attempts(used, None)
+    policy = policy_for(assignment, spec, problem_id, member, started_at=started_at)
+    ready = last_at + timedelta(seconds=policy.cooldown_s) if policy.cooldown_s and last_at is not None else None
+    return Attempts(used, policy.max_attempts, ready if ready is not None and ready > utcnow() else None)
+
+
+@dataclass(frozen=True)
+class ReleaseWords:
+    """What the pages word a release policy with: when scores and the answer key open, the due date, the limit."""
+
+    scores: str
+    answer_key: str
+    due_at: datetime | None
+    max_attempts: int | None
+
+
+def release_words(policy: Policy) -> ReleaseWords:
+    return ReleaseWords(
+        scores=str(policy.release["scores"]),
+        answer_key=str(policy.release["answer_key"]),
+        due_at=policy.due_at,
+        max_attempts=policy.max_attempts,
+    )
 
 
 def pending_manual(session: Session, progress: dict[str, Progress]) -> set[str]:
@@ -262,7 +325,9 @@ def _latest(session: Session, loaded: LoadedSet, access: Access, submission_id: 
     return Latest(answers={str(k): str(v) for k, v in (answers or {}).items()}, code=code or "", marks=marks)
 
 
-def _place_blanks(problem: dict[str, Any], *, slug: str, mine: Latest, tr: NullTranslations | None) -> None:
+def _place_blanks(
+    problem: dict[str, Any], *, slug: str, mine: Latest, tr: NullTranslations | None, offering: int | None = None
+) -> None:
     """Render the prompt with its blanks in place; parts not placed there (options, no marker) go below it."""
     parts = problem.get("parts", []) if problem["takes"] == "answers" else []
     inline = {
@@ -274,6 +339,7 @@ def _place_blanks(problem: dict[str, Any], *, slug: str, mine: Latest, tr: NullT
             mark=mine.marks.get(part["id"]),
             multi_part=len(parts) > 1,
             tr=tr,
+            offering=offering,
         )
         for part in parts
         if part["widget"] != "options"
@@ -294,6 +360,7 @@ class SubmissionPage:
     rubric: list[dict[str, Any]] = field(default_factory=list)
     rubric_points: float = 0.0
     zone: str = "UTC"  # the offering's time zone
+    release: ReleaseWords | None = None  # when its answer key opens (None: no assignment)
 
 
 def submission_page(session: Session, settings: Settings, *, user: User, submission_id: int) -> SubmissionPage:
@@ -310,12 +377,23 @@ def submission_page(session: Session, settings: Settings, *, user: User, submiss
         language=loaded.spec.language,
         queue_ahead=_queue_ahead(session, sub) if sub.status == Status.QUEUED else None,
         zone=_submission_zone(session, sub),
+        release=_release_of(session, sub, loaded.spec),
     )
     if seal.staff:
         page.owner = session.get(User, sub.user_id)
         page.rubric = [item.model_dump() for item in problem.rubric] if problem else []
         page.rubric_points = gradebook.rubric_points(sub)
     return page
+
+
+def _release_of(session: Session, sub: Submission, spec: ProblemSetSpec) -> ReleaseWords | None:
+    """The release policy of the submission's owner for its problem, as the set page words it."""
+    assignment = session.get(Assignment, sub.assignment_id) if sub.assignment_id is not None else None
+    if assignment is None:
+        return None
+    member = courses.member_of(session, assignment.offering_id, sub.user_id)
+    started = clock.started_at(session, assignment, sub.user_id)
+    return release_words(policy_for(assignment, spec, sub.problem_id, member, started_at=started))
 
 
 def _submission_zone(session: Session, sub: Submission) -> str:
