@@ -18,9 +18,8 @@ from graders.code.check_api import (
     GraderWordedError,
     StudentError,
     StudentProxy,
+    TrustedText,
     Visibility,
-    exception_name,
-    raised,
 )
 
 INPLACE_AUTOGRAD = "a leaf Variable that requires grad is being used in an in-place operation"
@@ -32,16 +31,17 @@ INPLACE_MESSAGE = (
 
 
 def student_message(err: StudentError, *, visible: bool) -> str:
-    """The exception for feedback (graders.code.sanitise.raised); in-place edits of the inputs are named.
+    """The exception for feedback (graders.code.sanitise.TrustedText); in-place edits of the inputs are named.
 
     The in-place test reads the student's message, which the student could fake: the feedback is fixed words
-    either way, so faking it gains nothing.
+    either way (one bit in a hidden check: in place or not), so faking it gains nothing.
     """
     if isinstance(err, GraderWordedError):  # a limit the grader names in its own words
         return f"{err.type_name}: {err.message}"
+    text = TrustedText(visible)
     if INPLACE_AUTOGRAD in err.message:
-        return f"{exception_name(err.type_name, visible=visible)} from autograd: {INPLACE_MESSAGE}"
-    return raised(err.type_name, err.message, visible=visible)
+        return f"{text.exception_name(err.type_name)} from autograd: {INPLACE_MESSAGE}"
+    return text.raised(err.type_name, err.message)
 
 
 def is_visible(visibility: str) -> bool:
@@ -49,8 +49,17 @@ def is_visible(visibility: str) -> bool:
     return Visibility(visibility) is Visibility.VISIBLE
 
 
-def student_raised(entry: str, case: AttentionCase, err: StudentError, *, visible: bool = False) -> CheckFailed:
-    return CheckFailed(f"{entry}({case.describe()}) raised {student_message(err, visible=visible)}")
+class StudentRaised(CheckFailed):
+    """The call raised: trusted feedback, and the type kept on the trusted side only (a check may ask "was it
+    ValueError?" to add fixed words, one bit; the type itself never reaches a hidden check's feedback)."""
+
+    def __init__(self, feedback: str, type_name: str) -> None:
+        super().__init__(feedback)
+        self.type_name = type_name
+
+
+def student_raised(entry: str, case: AttentionCase, err: StudentError, *, visible: bool = False) -> StudentRaised:
+    return StudentRaised(f"{entry}({case.describe()}) raised {student_message(err, visible=visible)}", err.type_name)
 
 
 def as_pair(result: Any, entry: str, case: AttentionCase, *, visible: bool = False) -> tuple[Any, Any]:
