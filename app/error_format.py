@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import fastapi.routing
@@ -30,7 +30,6 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.db import database_unavailable, disk_full, exc_text
-from app.deps import get_principal
 from app.errors import DomainError
 from app.request_id import current_request_id
 from graders.input_limits import MAX_ERROR_MESSAGE_CHARS, MAX_ERRORS_LISTED, MAX_JSON_DEPTH
@@ -244,12 +243,12 @@ def _api_routes(app: FastAPI) -> Iterator[Any]:
             yield route
 
 
-def _statuses_for(route: Any, method: str) -> set[int]:
+def _statuses_for(route: Any, method: str, authenticate: Callable[..., Any]) -> set[int]:
     """What a route can answer besides its success, from what it depends on."""
     calls = _dependency_calls(route)
     # Any route: a NUL in the path, query or a header (app.limits.RefuseNul), an unexpected error, a busy database.
     statuses = {422, 500, 503}
-    if get_principal in calls:
+    if authenticate in calls:
         statuses |= {401, 403}
     if route.dependant.path_params:
         statuses.add(404)
@@ -270,8 +269,11 @@ def _dependency_calls(route: Any) -> set[Any]:
     return calls
 
 
-def install_openapi(app: FastAPI) -> None:
-    """Replace FastAPI's document with one that declares the error shape for every status each route can return."""
+def install_openapi(app: FastAPI, *, authenticate: Callable[..., Any]) -> None:
+    """Replace FastAPI's document with one that declares the error shape for every status each route can return.
+
+    ``authenticate``: the dependency that makes a route answer 401 and 403 (app.deps.get_principal), handed in by
+    the app factory so that this module, below every domain, does not import the API's dependencies."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is not None:
@@ -290,7 +292,8 @@ def install_openapi(app: FastAPI) -> None:
                 if operation is None:
                     continue
                 responses = operation.setdefault("responses", {})
-                for status in _statuses_for(route, method) | {int(s) for s in responses if str(s).isdigit()}:
+                declared = {int(s) for s in responses if str(s).isdigit()}
+                for status in _statuses_for(route, method, authenticate) | declared:
                     if status < 400:
                         continue
                     entry = responses.setdefault(str(status), {})

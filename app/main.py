@@ -8,31 +8,32 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
-from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import Scope
 
 from app import disk_space
 from app.access_log import AccessLog
+from app.api.courses import router as courses_router
+from app.api.gradebook import router as gradebook_router
+from app.api.lti import router as lti_router
+from app.api.metrics import router as metrics_router
+from app.api.problemsets import router as problemsets_router
+from app.api.submissions import router as submissions_router
+from app.api.users import router as users_router
+from app.api.webhooks import offering_router as offering_webhooks_router
+from app.api.webhooks import router as webhooks_router
 from app.config import Settings, get_settings
-from app.courses.router import router as courses_router
+from app.deps import get_principal
 from app.error_format import ServerErrors, install_error_handlers, install_openapi
-from app.gradebook.router import router as gradebook_router
 from app.limits import BodySizeLimit, RefuseNul
-from app.lti.router import router as lti_router
 from app.metrics import registry as metrics
-from app.metrics.router import router as metrics_router
-from app.problemsets.router import router as problemsets_router
 from app.ratelimit.errors import install_handler as install_rate_limit_handler
 from app.request_id import RequestIdMiddleware
 from app.security_headers import SecurityHeaders
-from app.submissions.router import router as submissions_router
+from app.session_cookie import SessionCookie
 from app.users.password_checks import PasswordChecks
-from app.users.router import router as users_router
 from app.web.too_large import HtmlTooLarge
 from app.web.trial_jobs import trial_jobs
 from app.web.upload_jobs import upload_jobs
-from app.webhooks.router import offering_router as offering_webhooks_router
-from app.webhooks.router import router as webhooks_router
 from app.wiring import wire_serve
 from app.worker.code_grader import LazyCodeGrader
 
@@ -96,12 +97,12 @@ def create_app(
     app.add_middleware(HtmlTooLarge)  # pages get an HTML 413, the API keeps its JSON
     disk_space.install(app, settings.data_dir, settings.min_free_disk_bytes)
     app.add_middleware(RefuseNul)
+    # Starlette's signed cookie session, SameSite=Lax, or partitioned for a launch in an LMS's iframe.
     app.add_middleware(
-        SessionMiddleware,
+        SessionCookie,
         secret_key=settings.resolved_secret_key(),
         session_cookie=settings.session_cookie,
         max_age=settings.session_max_age_s,
-        same_site="lax",
         https_only=settings.secure_cookies,
     )
     # Inside the access log and the request id, so a 500 or a 503 is logged and carries the id (Starlette's own
@@ -115,7 +116,7 @@ def create_app(
     app.add_middleware(SecurityHeaders)
     install_error_handlers(app)
     install_rate_limit_handler(app)
-    install_openapi(app)
+    install_openapi(app, authenticate=get_principal)
 
     api = APIRouter(prefix="/api/v1")
     api.include_router(users_router)

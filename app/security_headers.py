@@ -94,8 +94,8 @@ def _listed(value: object) -> list[str]:
 
 
 class SecurityHeaders:
-    """Adds the headers to every response that does not set them itself. Inside SessionMiddleware: it reads the
-    session (the frame origins of an LTI launch) as the endpoint left it."""
+    """Adds the headers to every response that does not set them itself. Inside the session middleware
+    (app.session_cookie): it reads the session (the frame origins of an LTI launch) as the endpoint left it."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.config import Settings
+from app.courses.service import default_assignment
 from app.lti.sender import PassbackSender
 from app.problemsets.set_loader import SetLoader
 from app.ratelimit.service import Limiter, build_limiter
@@ -88,7 +89,13 @@ def wire_serve(
     if load_sets:
         # With the grading sandbox: the gate's gradings take turns with the students' for its slots. A thread: the
         # port opens now, whatever the sets' gates cost.
-        wiring.loader = SetLoader(settings, runtime.session_factory, runtime.code_grader, write_gate=runtime.write_gate)
+        wiring.loader = SetLoader(
+            settings,
+            runtime.session_factory,
+            runtime.code_grader,
+            assign=default_assignment,
+            write_gate=runtime.write_gate,
+        )
         services.add("set loader", wiring.loader)
     services.add("rate limiter", Hook(on_stop=wiring.limiter.close))
     return wiring

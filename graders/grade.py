@@ -51,9 +51,8 @@ def format_errors(problem: ProblemBase, payload: Payload) -> dict[str, str]:
     answers = payload.get("answers")
     if not isinstance(answers, dict):
         return {}
-    parts = getattr(problem, "parts", None) or []
     out: dict[str, str] = {}
-    for part_id, part in zip(problem.part_ids(), parts, strict=False):
+    for part_id, part in zip(problem.part_ids(), problem.answer_parts(), strict=False):
         text = answers.get(part_id)
         check = answer_kind(part.kind).format_error
         if isinstance(text, str) and text.strip() and check is not None:
@@ -64,18 +63,13 @@ def format_errors(problem: ProblemBase, payload: Payload) -> dict[str, str]:
 
 
 def answer_key(problem: ProblemBase) -> dict[str, str]:
-    """Part id -> the reference answer, as text (what a released answer key shows). Hand-scored parts have none."""
+    """Part id -> the reference answer, as text (what a released answer key shows), as each part's kind writes it.
+    Hand-scored parts have none."""
     out: dict[str, str] = {}
-    for part_id, part in zip(problem.part_ids(), getattr(problem, "parts", None) or [], strict=False):
-        value = getattr(part, "answer", None)
-        if value is None:
-            value = getattr(part, "answer_bytes", None)
-        if value is None:
-            aliases = getattr(part, "answers", None) or []
-            value = aliases[0] if aliases else None
-        if value is not None:
-            labels = isinstance(value, list) and all(isinstance(v, str) for v in value)
-            out[part_id] = ", ".join(value) if labels else f"{value:g}" if isinstance(value, float) else str(value)
+    for part_id, part in zip(problem.part_ids(), problem.answer_parts(), strict=False):
+        key = answer_kind(part.kind).released_key(part)
+        if key:
+            out[part_id] = key
     return out
 
 

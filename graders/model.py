@@ -6,13 +6,14 @@ This layer sits above graders.answers (a fill-in part is an answer spec) and bel
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
 
 from graders.answers.registry import PartSpec, kind_name, table_union
-from graders.answers.specs import ChoiceSpec
+from graders.answers.specs import AnswerSpec, ChoiceSpec
 
 ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
 
@@ -56,6 +57,28 @@ class ProblemBase(_Model):
         """The ids of the answer parts a submission fills in (none for code problems)."""
         return []
 
+    def answer_parts(self) -> list[AnswerSpec]:
+        """The answer spec of each part, in the order of ``part_ids`` (none for code problems; a manual problem's
+        essay is graded by hand and has none either)."""
+        return []
+
+    def instructor_code(self) -> InstructorCode | None:
+        """The instructor's programs this problem is graded with, or None where grading runs none (answers, or a
+        code problem whose checks are not written yet)."""
+        return None
+
+
+@dataclass(frozen=True)
+class InstructorCode:
+    """Where a problem's grading code lies in its set: the checks file (imported in the set's jailed checker only)
+    and the folders of reference solutions and known-wrong mutants that the gate grades before students see it;
+    ``bug_hints`` names the mutant files that have a hint for students."""
+
+    checks: str
+    solutions: str
+    mutants: str
+    bug_hints: tuple[str, ...] = ()
+
 
 class FillInProblem(ProblemBase):
     kind: Literal["fill_in"]
@@ -63,6 +86,9 @@ class FillInProblem(ProblemBase):
 
     def part_ids(self) -> list[str]:
         return [f"b{i}" for i in range(1, len(self.parts) + 1)]
+
+    def answer_parts(self) -> list[AnswerSpec]:
+        return list(self.parts)
 
 
 class ChoiceProblem(ProblemBase):
@@ -96,6 +122,9 @@ class ChoiceProblem(ProblemBase):
 
     def part_ids(self) -> list[str]:
         return ["b1"]
+
+    def answer_parts(self) -> list[AnswerSpec]:
+        return list(self.parts)
 
     @model_validator(mode="after")
     def _check_answer(self) -> ChoiceProblem:
@@ -152,6 +181,11 @@ class CodeProblem(ProblemBase):
 
     def mutants_dir(self) -> str:
         return self.mutants or f"mutants/{self.id}"
+
+    def instructor_code(self) -> InstructorCode | None:
+        if not self.gradable:
+            return None
+        return InstructorCode(self.checks, self.solutions_dir(), self.mutants_dir(), tuple(self.bug_hints))
 
 
 class ManualProblem(ProblemBase):

@@ -80,3 +80,50 @@ def test_a_sqlite_table_rebuild_cascades_into_nothing(tmp_path) -> None:  # type
         assert conn.execute(text("SELECT count(*) FROM api_token WHERE user_id = 7")).scalar() == 1
         assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1  # the app's connections still enforce them
     engine.dispose()
+
+
+def test_dropping_submission_kind_downgrades_with_the_kind_read_off_the_payload(empty_database: str) -> None:
+    """f1a3c5e7b9d2 drops submission.kind (nothing read it); going back writes it from each payload's key."""
+    from sqlalchemy import text
+
+    upgrade(empty_database)
+    engine = make_engine(empty_database)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                'INSERT INTO "user" (id, email, display_name, role, password_hash, is_active, created_at) '
+                "VALUES (7, 'u@x.org', '', 'user', 'h', true, CURRENT_TIMESTAMP)"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO problem_set (id, slug, title, is_visible, created_at) "
+                "VALUES (1, 's', 'S', true, CURRENT_TIMESTAMP)"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO problem_set_version (id, problem_set_id, number, label, content_hash, spec, archive, "
+                "validation_report, created_at) VALUES (1, 1, 1, '1', 'h', '{}', :a, '{}', CURRENT_TIMESTAMP)"
+            ),
+            {"a": b""},
+        )
+        for sid, payload in ((1, '{"answers": {"b1": "x"}}'), (2, '{"code": "def f(): pass"}')):
+            conn.execute(
+                text(
+                    "INSERT INTO submission (id, user_id, problem_set_version_id, problem_id, payload, status, "
+                    "source, attempt, created_at, grading_attempts) "
+                    "VALUES (:id, 7, 1, 'q1', :payload, 'graded', 'api', :id, CURRENT_TIMESTAMP, 0)"
+                ),
+                {"id": sid, "payload": payload},
+            )
+    engine.dispose()
+    downgrade(empty_database, "e4f6a8c0b2d4")
+    engine = make_engine(empty_database)
+    try:
+        with engine.connect() as conn:
+            kinds = conn.execute(text("SELECT id, kind FROM submission ORDER BY id")).all()
+        assert [tuple(r) for r in kinds] == [(1, "answers"), (2, "code")]
+        assert not next(c for c in inspect(engine).get_columns("submission") if c["name"] == "kind")["nullable"]
+    finally:
+        engine.dispose()

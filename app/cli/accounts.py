@@ -8,8 +8,8 @@ import typer
 from sqlalchemy import select
 
 from app.cli.common import migrated_sessions, settings_or_exit
+from app.courses import accounts
 from app.errors import DomainError
-from app.users import service
 from app.users.models import Role, User
 
 users = typer.Typer(help="Manage user accounts.", no_args_is_help=True)
@@ -29,7 +29,7 @@ def create_user(
     settings = settings_or_exit()
     with migrated_sessions(settings)() as session:
         try:
-            user, plain = service.create_user(session, email=email, role=role, password=password, display_name=name)
+            user, plain = accounts.create_user(session, email=email, role=role, password=password, display_name=name)
             session.commit()
         except DomainError as exc:
             typer.secho(f"error: {exc.message}", fg="red", err=True)
@@ -53,7 +53,7 @@ def create_token(
             typer.secho(f"error: no user {email!r}", fg="red", err=True)
             raise typer.Exit(1)
         try:
-            token, plain = service.create_token(session, user=user, name=name, scopes=scope)
+            token, plain = accounts.create_token(session, user=user, name=name, scopes=scope)
             session.commit()
         except DomainError as exc:
             typer.secho(f"error: {exc.message}", fg="red", err=True)

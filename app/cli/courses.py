@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -119,33 +120,28 @@ _POLICY_HELP = {
 }
 
 
-def _policy(
-    open_at: str | None,
-    due: str | None,
-    max_attempts: int | None,
-    cooldown: int | None,
-    decay: float | None,
-    counts: Counts | None,
-    release_scores: Release | None,
-    release_feedback: Release | None,
-    release_explanation: Release | None,
-    release_answer_key: Release | None,
-    time_limit: int | None = None,
-) -> dict[str, Any]:
-    values = {
-        "open_at": _when(open_at),
-        "due_at": _when(due),
-        "max_attempts": max_attempts,
-        "cooldown_s": cooldown,
-        "decay_per_attempt": decay,
-        "counts": counts,
-        "release_scores": release_scores,
-        "release_feedback": release_feedback,
-        "release_explanation": release_explanation,
-        "release_answer_key": release_answer_key,
-        "time_limit_min": time_limit,
-    }
-    return {k: v for k, v in values.items() if v is not None}
+# Each policy option of `assignments add` and `assignments set` -> the assignment column it sets.
+_POLICY_COLUMNS = (
+    ("open_at", "open_at"),
+    ("due", "due_at"),
+    ("max_attempts", "max_attempts"),
+    ("cooldown", "cooldown_s"),
+    ("decay", "decay_per_attempt"),
+    ("counts", "counts"),
+    ("release_scores", "release_scores"),
+    ("release_feedback", "release_feedback"),
+    ("release_explanation", "release_explanation"),
+    ("release_answer_key", "release_answer_key"),
+    ("time_limit", "time_limit_min"),
+)
+_DATE_COLUMNS = ("open_at", "due_at")
+
+
+def _policy(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The columns the policy options given set (an option left out is None and changes nothing); dates parsed."""
+    values = {column: options[option] for option, column in _POLICY_COLUMNS}
+    values |= {column: _when(values[column]) for column in _DATE_COLUMNS}
+    return {column: value for column, value in values.items() if value is not None}
 
 
 OpenOpt = Annotated[str | None, typer.Option("--open", help="open date, ISO")]
@@ -175,19 +171,7 @@ def add_assignment(
     time_limit: TimeLimitOpt = None,
 ) -> None:
     """Assign a loaded set in an offering with its dates and policies."""
-    policy = _policy(
-        open_at,
-        due,
-        max_attempts,
-        cooldown,
-        decay,
-        counts,
-        release_scores,
-        release_feedback,
-        release_explanation,
-        release_answer_key,
-        time_limit,
-    )
+    policy = _policy(locals())  # first, while the command's options are its only names
     with admin_session() as session:
         target = courses.get_offering(session, operator_access(session), offering, Action.ASSIGNMENTS)
         assignment = courses.assign(
@@ -213,19 +197,7 @@ def set_assignment(
     time_limit: TimeLimitOpt = None,
 ) -> None:
     """Change an assignment's dates or policies (only the options given)."""
-    policy = _policy(
-        open_at,
-        due,
-        max_attempts,
-        cooldown,
-        decay,
-        counts,
-        release_scores,
-        release_feedback,
-        release_explanation,
-        release_answer_key,
-        time_limit,
-    )
+    policy = _policy(locals())  # first, while the command's options are its only names
     with admin_session() as session:
         row = courses.get_assignment(session, operator_access(session), assignment, Action.ASSIGNMENTS)
         courses.update_assignment(session, row, **policy)

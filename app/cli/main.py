@@ -64,8 +64,8 @@ def serve(
     import uvicorn
 
     from app import server_limits
+    from app.courses.accounts import ensure_first_accounts
     from app.main import create_app
-    from app.users.service import ensure_first_accounts
     from app.worker.code_grader import LazyCodeGrader
 
     settings = settings_or_exit()
@@ -114,7 +114,7 @@ def worker(
         # A separate bind, not the API's token-protected route: keep it on a private interface.
         from prometheus_client import start_http_server
 
-        from app.metrics.router import process_registry
+        from app.api.metrics import process_registry
 
         start_http_server(settings.worker_metrics_port, settings.worker_metrics_host, registry=process_registry())
     slots = concurrency or max(1, settings.workers)

@@ -11,11 +11,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.cli.common import load_set_or_exit, migrated_sessions, print_set_errors, settings_or_exit
 from app.config import Settings
+from app.courses import course_sets
 from app.problemsets import refused, service
 from app.problemsets.service import ProblemSetRejected
 from app.worker.code_grader import LazyCodeGrader, sandbox_config
 from graders.grade import problem_view, validate_set
-from graders.model import CodeProblem, ProblemBase
+from graders.model import ProblemBase
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import LoadedSet, load_problem_set
 
@@ -68,7 +69,7 @@ def load_one(sessions: sessionmaker[Session], folder: Path, grader: LazyCodeGrad
     typer.echo(f"loading {folder} ...")
     with sessions() as session:
         try:
-            version, report, created = service.load_dir(
+            version, report, created = course_sets.load_dir(
                 session,
                 root=folder,
                 grader=grader,
@@ -150,7 +151,7 @@ def code_points(settings: Settings, loaded: LoadedSet, problems: list[ProblemBas
     They are imported in the set's jailed checker, as the gate imports them (no zygote for student code is
     started), never in this process: a set's checks are an instructor's code. A problem whose checks cannot be
     imported there (no jail on this machine, a broken file) has None (no points shown), and stderr says why."""
-    code = [p for p in problems if isinstance(p, CodeProblem) and p.gradable]
+    code = [(p.id, c) for p in problems if (c := p.instructor_code()) is not None]
     if not code:
         return {}  # an answer problem's points need neither torch nor the sandbox
     from graders.code.checker.pool import CheckerPool
@@ -158,12 +159,12 @@ def code_points(settings: Settings, loaded: LoadedSet, problems: list[ProblemBas
     points: dict[str, float | None] = {}
     pool = CheckerPool(sandbox_config(settings, slots=1))
     try:
-        for problem in code:
+        for problem_id, instructor in code:
             try:
-                points[problem.id] = sum(c.points for c in pool.describe(loaded.root, problem.checks))
+                points[problem_id] = sum(c.points for c in pool.describe(loaded.root, instructor.checks))
             except Exception as exc:  # the set's code, or a machine without the jail: say so, show the rest
-                points[problem.id] = None
-                typer.secho(f"{problem.id}: points not counted: {type(exc).__name__}: {exc}"[:500], fg="red", err=True)
+                points[problem_id] = None
+                typer.secho(f"{problem_id}: points not counted: {type(exc).__name__}: {exc}"[:500], fg="red", err=True)
     finally:
         pool.close()
     return points

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from app.courses.models import MemberRole, Membership, MemberStatus, Offering
@@ -65,19 +65,25 @@ class Access:
         return any(self.can(oid, Action.GRADEBOOK) for oid in self.roles)
 
 
+# Built once: every request asks.
+_ROLES = (
+    select(Membership.offering_id, Membership.role, Offering.ta_can_override)
+    .join(Offering, Offering.id == Membership.offering_id)
+    .where(Membership.user_id == bindparam("user_id"), Membership.status == MemberStatus.ACTIVE)
+)
+
+
 def access_for(session: Session, user: User, *, staff_scope: bool = True, only_offering: int | None = None) -> Access:
     """Build the caller's Access. Admins are instructors of every offering."""
-    # Two narrow queries per request: (id, ta flag) of every offering, and the user's active memberships.
-    ta_flags = {r.id: r.ta_can_override for r in session.execute(select(Offering.id, Offering.ta_can_override))}
+    # One narrow query per request: the user's active memberships with their offering's TA flag (an admin: every
+    # offering's). A flag matters only where the caller has a role, so a member needs no other offering's.
     if user.is_admin:
+        ta_flags = {r.id: r.ta_can_override for r in session.execute(select(Offering.id, Offering.ta_can_override))}
         roles = dict.fromkeys(ta_flags, MemberRole.INSTRUCTOR)
     else:
-        rows = session.execute(
-            select(Membership.offering_id, Membership.role).where(
-                Membership.user_id == user.id, Membership.status == MemberStatus.ACTIVE
-            )
-        ).all()
+        rows = session.execute(_ROLES, {"user_id": user.id}).all()
         roles = {r.offering_id: MemberRole(r.role) for r in rows}
+        ta_flags = {r.offering_id: r.ta_can_override for r in rows}
     return Access(
         user_id=user.id,
         is_admin=user.is_admin,

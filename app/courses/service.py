@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from app.courses.access import Access
@@ -171,7 +171,7 @@ def enroll(
 
 
 def claim_pending(session: Session, user: User) -> int:
-    """An account whose address is proven (app.users.service.create_user's ``email_proven``, a mailed invitation)
+    """An account whose address is proven (app.courses.accounts.create_user's ``email_proven``, a mailed invitation)
     takes over the roster rows loaded for its email and not accepted yet."""
     rows = list(session.scalars(select(Membership).where(Membership.email == user.email, Membership.user_id.is_(None))))
     for row in rows:
@@ -427,10 +427,13 @@ def default_assignment(session: Session, problem_set: ProblemSet) -> Assignment:
     return ensure_assigned(session, offering=home_offering(session), problem_set=problem_set)
 
 
+_MEMBER = select(Membership).where(
+    Membership.offering_id == bindparam("offering_id"), Membership.user_id == bindparam("user_id")
+)  # built once: every store and every seal asks
+
+
 def member_of(session: Session, offering_id: int, user_id: int) -> Membership | None:
-    return session.scalar(
-        select(Membership).where(Membership.offering_id == offering_id, Membership.user_id == user_id)
-    )
+    return session.scalar(_MEMBER, {"offering_id": offering_id, "user_id": user_id})
 
 
 def offerings_with_set(session: Session, problem_set: ProblemSet) -> set[int]:

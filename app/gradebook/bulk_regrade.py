@@ -17,15 +17,15 @@ from app.config import Settings
 from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.models import Assignment
-from app.courses.penalties import Penalties, grading_penalties
 from app.courses.permissions import Action
 from app.errors import N_, Invalid, NotFound
-from app.gradebook.attempts import EPS
 from app.gradebook.models import RegradeBatch
 from app.gradebook.service import requeue
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import loaded_version
+from app.submissions.attempts import EPS
 from app.submissions.models import Status, Submission, final_score_of, round_score
+from app.submissions.penalties import Penalties, grading_penalties
 from app.users.models import User
 from graders.code.grader import CodeGraderLike
 from graders.grade import grade_submission

@@ -9,10 +9,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.courses.models import Assignment, Membership, MemberStatus, Override
-from app.courses.penalties import grading_penalties
 from app.lti.passback import queue_score
 from app.problemsets.service import spec_of
 from app.submissions.models import Grade, Status, Submission
+from app.submissions.penalties import grading_penalties
 
 
 def affected_users(session: Session, override: Override) -> list[int]:

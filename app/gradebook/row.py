@@ -16,9 +16,9 @@ from app.courses.access import Access
 from app.courses.models import Assignment, Membership, Offering
 from app.courses.permissions import Action
 from app.errors import NotFound
-from app.gradebook.attempts import columns, load_attempts
 from app.gradebook.service import progress
 from app.problemsets.service import spec_of
+from app.submissions.attempts import columns, load_attempts
 from app.submissions.models import Submission
 from app.submissions.release import seal_of
 

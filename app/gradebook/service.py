@@ -17,10 +17,10 @@ from app.courses.models import Assignment
 from app.courses.permissions import Action
 from app.courses.policy import policy_for
 from app.errors import N_, Conflict, Invalid, NotFound
-from app.gradebook.attempts import EPS, best_attempts, columns, load_attempts, students
 from app.gradebook.schemas import AwaitingManual, Gradebook, GradeCell, ProblemColumn, StudentRow
 from app.lti.passback import queue_score
 from app.problemsets.service import spec_of
+from app.submissions.attempts import EPS, best_attempts, columns, load_attempts, students
 from app.submissions.models import Grade, Status, Submission
 from app.users.models import User
 from app.webhooks.service import enqueue_event

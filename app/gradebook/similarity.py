@@ -31,9 +31,9 @@ from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.permissions import Action
 from app.errors import N_, Invalid
-from app.gradebook.attempts import best_attempts, load_attempts
 from app.gradebook.service import counted_rule
 from app.problemsets.service import loaded_version, spec_of
+from app.submissions.attempts import best_attempts, load_attempts
 from app.submissions.models import Submission
 from app.users.models import User
 

@@ -13,7 +13,6 @@ from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.models import Assignment
 from app.courses.permissions import Action
-from app.gradebook.attempts import EPS, Column, best_attempts, columns, load_attempts, student_ids
 from app.gradebook.schemas import (
     BlankWrongAnswers,
     CheckStat,
@@ -24,13 +23,14 @@ from app.gradebook.schemas import (
     WrongAnswer,
 )
 from app.gradebook.service import counted_rule
-from app.problemsets.aliases import is_known_wrong
+from app.problemsets.aliases import is_known_wrong, takes_alias
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import spec_of
+from app.submissions.attempts import EPS, Column, best_attempts, columns, load_attempts, student_ids
 from app.submissions.models import CheckResultRow, Submission
 from graders.answers.normalize import collapse_whitespace
 from graders.answers.registry import ANSWER_KINDS, grade_part, normalized_answer
-from graders.answers.specs import AnswerSpec, SymbolicSpec, TextSpec
+from graders.answers.specs import AnswerSpec
 from graders.problemset.likeness import failure_vector, mutant_failures
 
 # Rubric rows say "awaiting manual grading" until an instructor scores the whole submission; they are not a pass rate.
@@ -187,6 +187,12 @@ def _wrong_answers(
         group = seen[key] or collapse_whitespace(raw)
         students[(r.problem_id, r.name)][group].add(r.user_id)
     now = _part_specs(session, current.id) if current.id not in parts else parts[current.id]
+    aliased = {
+        (problem.id, pid)
+        for problem in spec_of(current).problems
+        for pid, spec in zip(problem.part_ids(), problem.answer_parts(), strict=False)
+        if takes_alias(problem, spec)
+    }
     out: dict[str, list[BlankWrongAnswers]] = defaultdict(list)
     # Part ids are b1, b2, ... b10: in part order, not text order.
     for (problem_id, part), groups in sorted(students.items(), key=lambda kv: (kv[0][0], len(kv[0][1]), kv[0][1])):
@@ -205,7 +211,7 @@ def _wrong_answers(
                     )
                     for answer, n in top[:TOP_WRONG]
                 ],
-                takes_aliases=isinstance(spec_now, TextSpec),
+                takes_aliases=(problem_id, part) in aliased,
             )
         )
     return out
@@ -213,8 +219,8 @@ def _wrong_answers(
 
 def _accepted_now(answer: str, spec: AnswerSpec | None) -> bool | None:
     """Whether the current version's part accepts ``answer``; None where that is unknown: no such part now, an
-    answer cut short for the table, or a formula (comparing one would wait on the SymPy pool)."""
-    if spec is None or isinstance(spec, SymbolicSpec) or len(answer) > SHOWN_CHARS:
+    answer cut short for the table, or a kind whose grading may wait on a worker (a formula: the SymPy pool)."""
+    if spec is None or not ANSWER_KINDS[spec.kind].pure or len(answer) > SHOWN_CHARS:
         return None
     return grade_part(answer, spec).correct
 
@@ -222,7 +228,7 @@ def _accepted_now(answer: str, spec: AnswerSpec | None) -> bool | None:
 def _known_wrong(answer: str, spec: AnswerSpec | None) -> bool:
     """Whether the current version lists ``answer`` among its known-wrong examples (``reject``): the instructor
     said so, so the page offers no alias for it."""
-    return spec is not None and not isinstance(spec, SymbolicSpec) and is_known_wrong(answer, spec)
+    return spec is not None and ANSWER_KINDS[spec.kind].pure and is_known_wrong(answer, spec)
 
 
 def _part_specs(session: Session, version_id: int) -> dict[str, dict[str, AnswerSpec]]:
@@ -232,7 +238,7 @@ def _part_specs(session: Session, version_id: int) -> dict[str, dict[str, Answer
         return {}
     out: dict[str, dict[str, AnswerSpec]] = {}
     for problem in spec_of(version).problems:
-        specs = getattr(problem, "parts", None) or []
+        specs = problem.answer_parts()
         out[problem.id] = {
             pid: spec for pid, spec in zip(problem.part_ids(), specs, strict=False) if ANSWER_KINDS[spec.kind].auto
         }

@@ -15,9 +15,9 @@ from app.courses.models import MemberRole, Membership, Offering
 from app.courses.permissions import Action
 from app.courses.policy import policy_for
 from app.errors import NotFound
-from app.gradebook.attempts import Column, best_attempts, columns, load_attempts
 from app.gradebook.service import counted_rule
 from app.problemsets.service import spec_of
+from app.submissions.attempts import Column, best_attempts, columns, load_attempts
 from app.submissions.models import Submission
 from app.users.models import User
 from graders.results import Verdict

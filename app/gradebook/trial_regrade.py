@@ -19,11 +19,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.courses.penalties import Penalties, grading_penalties
 from app.errors import N_, Invalid
 from app.gradebook.bulk_regrade import Prediction, Selection, final_of, manual_of, regraded_score
 from app.problemsets.service import loaded_version
 from app.submissions.models import Submission
+from app.submissions.penalties import Penalties, grading_penalties
 from graders.code.grader import CodeGraderLike
 from graders.code.verdicts import loggable
 from graders.problemset.loader import LoadedSet

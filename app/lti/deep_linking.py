@@ -20,13 +20,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.courses import service as courses
 from app.courses.access import Access
 from app.courses.models import Offering
-from app.gradebook.attempts import columns
 from app.lti.keys import KeyStore
 from app.lti.lineitems import TAG
 from app.lti.storage import DatabaseLaunchStorage
 from app.lti.tool import DL_CLAIM as DL_SETTINGS
 from app.lti.tool import LaunchRefused, launch_from_cache
 from app.problemsets.models import ProblemSet
+from app.submissions.attempts import columns
 
 DL_DATA = "https://purl.imsglobal.org/spec/lti-dl/claim/data"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -25,10 +25,10 @@ from app.courses.models import Assignment, Release
 from app.courses.policy import DAY, policy_for
 from app.db import session_scope, utcnow
 from app.errors import NotFound
-from app.gradebook.attempts import Attempt, best_attempts, columns, load_attempts
 from app.lti.models import LtiContext, LtiPassback, LtiPlatform, LtiResourceLink, LtiUser
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import spec_of
+from app.submissions.attempts import Attempt, best_attempts, columns, load_attempts
 from app.submissions.release import seal_of
 from app.users.models import User
 
@@ -109,17 +109,21 @@ def _insert_ignore(session: Session, link_id: int, user_id: int) -> None:
     session.execute(stmt)
 
 
+# Built once: every grading asks, and building the statement cost more than running it.
+_LINKS_OF = (
+    select(LtiResourceLink.id)
+    .join(LtiContext, LtiContext.id == LtiResourceLink.context_id)
+    .join(LtiPlatform, LtiPlatform.id == LtiContext.platform_id)
+    .join(LtiUser, (LtiUser.issuer == LtiPlatform.issuer) & (LtiUser.user_id == bindparam("user_id")))
+    .where(LtiResourceLink.assignment_id == bindparam("assignment_id"))
+)
+
+
 def queue_score(session: Session, *, user_id: int, assignment_id: int | None) -> int:
     """Queue the user's current standing for every LTI resource link of the assignment; returns how many."""
     if assignment_id is None:
         return 0
-    links = session.execute(
-        select(LtiResourceLink.id)
-        .join(LtiContext, LtiContext.id == LtiResourceLink.context_id)
-        .join(LtiPlatform, LtiPlatform.id == LtiContext.platform_id)
-        .join(LtiUser, (LtiUser.issuer == LtiPlatform.issuer) & (LtiUser.user_id == user_id))
-        .where(LtiResourceLink.assignment_id == assignment_id)
-    ).all()
+    links = session.execute(_LINKS_OF, {"user_id": user_id, "assignment_id": assignment_id}).all()
     if not links:
         return 0  # not an LMS assignment, or a user the LMS does not know: one cheap query
     assignment = session.get(Assignment, assignment_id)

@@ -20,18 +20,13 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from ruamel.yaml.tokens import CommentToken
-from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.courses import service as courses
-from app.courses.access import Access
-from app.courses.permissions import Action
 from app.errors import N_, Conflict, Invalid
-from app.problemsets.service import get_latest, loaded_version
-from graders.answers.registry import grade_part, normalized_answer
-from graders.answers.specs import AnswerSpec, TextSpec
+from graders.answers.registry import answer_kind, grade_part, normalized_answer
+from graders.answers.specs import AnswerSpec
 from graders.input_limits import safe_yaml_load
-from graders.model import FillInProblem
+from graders.kinds import kind_of
+from graders.model import ProblemBase
 from graders.problemset.archive import pack_files
 from graders.problemset.loader import SET_FILE, LoadedSet
 
@@ -45,12 +40,18 @@ class Alias:
     answer: str  # as the gradebook shows it: the grader's normal form of what the students typed
 
 
-def _part_index(loaded: LoadedSet, alias: Alias) -> tuple[int, int, TextSpec]:
+def takes_alias(problem: ProblemBase, part: AnswerSpec) -> bool:
+    """Whether one more accepted answer can be added to this part: its problem kind's parts are the ``parts`` of
+    problemset.yaml, and its answer kind keeps a list of accepted answers (``AnswerKind.aliases``)."""
+    return kind_of(problem).takes_aliases and answer_kind(part.kind).takes_aliases
+
+
+def _part_index(loaded: LoadedSet, alias: Alias) -> tuple[int, int, AnswerSpec]:
     """(problem index, part index, the part's spec), or Invalid naming what is wrong."""
     for i, problem in enumerate(loaded.spec.problems):
         if problem.id != alias.problem_id:
             continue
-        if not isinstance(problem, FillInProblem):
+        if not kind_of(problem).takes_aliases:
             raise Invalid(N_("%(problem)s is a %(kind)s problem: only fill-in blanks take aliases"),
                           params={"problem": alias.problem_id, "kind": problem.kind})  # fmt: skip
         ids = problem.part_ids()
@@ -61,8 +62,8 @@ def _part_index(loaded: LoadedSet, alias: Alias) -> tuple[int, int, TextSpec]:
             )  # fmt: skip
 
         j = ids.index(alias.part_id)
-        part = problem.parts[j]
-        if not isinstance(part, TextSpec):
+        part = problem.answer_parts()[j]
+        if not takes_alias(problem, part):
             raise Invalid(
                 N_("%(where)s is a %(kind)s blank: only text blanks take aliases (change its answer in "
                    "problemset.yaml)"),
@@ -79,8 +80,8 @@ def is_known_wrong(answer: str, part: AnswerSpec) -> bool:
     return any(normalized_answer(example, part) == normal for example in part.reject)
 
 
-def check_alias(loaded: LoadedSet, alias: Alias) -> tuple[int, int, TextSpec]:
-    """(problem index, part index, the text part) the alias would join; Invalid or Conflict when adding it makes
+def check_alias(loaded: LoadedSet, alias: Alias) -> tuple[int, int, AnswerSpec]:
+    """(problem index, part index, the part) the alias would join; Invalid or Conflict when adding it makes
     no sense."""
     answer = alias.answer.strip()
     if not answer or len(answer) > MAX_ALIAS_CHARS or "\n" in answer:
@@ -138,8 +139,9 @@ def _add_to(part: CommentedMap, key: str, value: str) -> None:
         part[key] = seq
 
 
-def edited_spec(text: str, problem_index: int, part_index: int, answer: str) -> str:
-    """problemset.yaml with ``answer`` added to one part's ``answers`` and ``accept``; everything else as written.
+def edited_spec(text: str, problem_index: int, part_index: int, answer: str, field: str = "answers") -> str:
+    """problemset.yaml with ``answer`` added to one part's ``field`` (its kind's list of accepted answers) and
+    ``accept``; everything else as written.
 
     The text is a stored version's, which passed the loader's YAML limits (no alias bombs) when it was uploaded.
     """
@@ -154,22 +156,24 @@ def edited_spec(text: str, problem_index: int, part_index: int, answer: str) -> 
             params={"problem": problem},
         ) from exc
     part = data["problems"][problem_index]["parts"][part_index]
-    _add_to(part, "answers", answer)
+    _add_to(part, field, answer)
     _add_to(part, "accept", answer)
     out = io.StringIO()
     yaml.dump(data, out)
     edited = out.getvalue()
-    _only_that_part_changed(text, edited, problem_index, part_index, answer)
+    _only_that_part_changed(text, edited, problem_index, part_index, answer, field)
     return edited
 
 
-def _only_that_part_changed(before: str, after: str, problem_index: int, part_index: int, answer: str) -> None:
+def _only_that_part_changed(
+    before: str, after: str, problem_index: int, part_index: int, answer: str, field: str
+) -> None:
     """Invalid unless ``after`` reads as ``before`` with ``answer`` added to that one part's lists: a list shared
     through a YAML anchor (``answers: *common``) or a merge key (``<<: *base``) would take it in every part that
     uses it."""
     expected = copy.deepcopy(safe_yaml_load(before))
     part = expected["problems"][problem_index]["parts"][part_index]
-    for key in ("answers", "accept"):
+    for key in (field, "accept"):
         part[key] = [*(part.get(key) or []), answer]
     if safe_yaml_load(after) != expected:
         raise Invalid(
@@ -179,36 +183,10 @@ def _only_that_part_changed(before: str, after: str, problem_index: int, part_in
         )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class AliasEdit:
-    archive: bytes  # the new version's tar.gz, to go through the upload path
-    based_on: int  # the version number it was made from (ingest refuses it if another one was stored since)
-    offering_id: int  # the offering it was asked from
-
-
-def prepare(
-    session: Session, settings: Settings, access: Access, slug: str, offering_id: int | None, alias: Alias
-) -> AliasEdit:
-    """The edit of ``slug``'s latest version that adds ``alias``: for staff who may upload sets into an offering
-    that has the set assigned (404 for anyone else). Refused when the assignment is pinned to a version (its
-    students would not see a new one) and for the reasons of ``check_alias``."""
-    found = courses.resolve(session, access, slug, offering_id=offering_id, action=Action.UPLOAD)
-    if found.assignment.pinned_version_id is not None:
-        pinned = courses.version_of(session, found.assignment).number
-        raise Conflict(
-            N_("this assignment is pinned to version %(version)s of the set, so its students would not see a new "
-               "one; unpin it in the assignment's settings first"),
-            params={"version": pinned},
-        )  # fmt: skip
-
-    latest = get_latest(session, slug, include_hidden=True)
-    archive = with_alias(loaded_version(settings, latest), alias)
-    return AliasEdit(archive=archive, based_on=latest.number, offering_id=found.assignment.offering_id)
-
-
 def with_alias(loaded: LoadedSet, alias: Alias) -> bytes:
     """The tar.gz of a new version: ``loaded``'s files with the alias in problemset.yaml (checked first)."""
-    i, j, _ = check_alias(loaded, alias)
+    i, j, part = check_alias(loaded, alias)
+    field = answer_kind(part.kind).aliases or ""  # check_alias: the part's kind takes aliases
     files = dict(loaded.files)
-    files[SET_FILE] = edited_spec(loaded.text(SET_FILE), i, j, alias.answer.strip()).encode("utf-8")
+    files[SET_FILE] = edited_spec(loaded.text(SET_FILE), i, j, alias.answer.strip(), field).encode("utf-8")
     return pack_files(files)

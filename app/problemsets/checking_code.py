@@ -13,7 +13,7 @@ import hashlib
 from pathlib import Path
 
 import graders
-from graders.model import CodeProblem, ProblemSetSpec
+from graders.model import ProblemSetSpec
 
 _GRADERS = Path(graders.__file__).resolve().parent
 # The check libraries the code sets compose their checks from (checklibs/, installed beside graders/). Found by
@@ -63,4 +63,4 @@ def tree_version(root: Path, parts: tuple[str, ...], *, libraries: Path | None =
 def version_for(spec: ProblemSetSpec) -> str:
     """The checking-code version a set's gate depends on (the module attribute is read on every call, so a test
     can stand in another version by replacing ``checking_code_version``)."""
-    return checking_code_version(code=any(isinstance(p, CodeProblem) for p in spec.problems))
+    return checking_code_version(code=any(p.instructor_code() is not None for p in spec.problems))

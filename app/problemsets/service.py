@@ -14,14 +14,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.courses.service import default_assignment
 from app.errors import N_, Conflict, Forbidden, Invalid, NotFound
 from app.problemsets import checking_code
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.storage import load_version
 from graders.code.grader import CodeGraderLike
 from graders.grade import problem_view, validate_set
-from graders.model import CodeProblem, ProblemSetSpec
+from graders.model import ProblemSetSpec
 from graders.problemset.archive import ArchiveLimits, pack_files, unpack_archive
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import LoadedSet, load_problem_set
@@ -146,7 +145,7 @@ def _store(
 def checked_with(spec: ProblemSetSpec, grader: CodeGraderLike | None) -> str | None:
     """The checking-code version a report made with ``grader`` is complete for; None when a code set was
     validated without a grader (no mutant gate ran), so `serve` gates it before trusting it as checked."""
-    if grader is None and any(isinstance(p, CodeProblem) for p in spec.problems):
+    if grader is None and any(p.instructor_code() is not None for p in spec.problems):
         return None
     return checking_code.version_for(spec)
 
@@ -159,8 +158,8 @@ def is_current(version: ProblemSetVersion) -> bool:
 def store_validated(
     session: Session, *, loaded: LoadedSet, report: ValidationReport, based_on: int | None
 ) -> tuple[ProblemSetVersion | None, bool, ProblemSetVersion | None]:
-    """Store a set that passed a full gate outside any session (serve's background loader), assigned in the
-    default offering the first time. ``based_on``: the latest version's number when the gate started; if another
+    """Store a set that passed a full gate outside any session (serve's background loader, which assigns it in
+    the default offering). ``based_on``: the latest version's number when the gate started; if another
     version was stored meanwhile (an upload), that one stays the latest and nothing is stored.
 
     Returns:
@@ -171,7 +170,6 @@ def store_validated(
     problem_set = session.scalar(select(ProblemSet).where(ProblemSet.slug == loaded.spec.id))
     latest = _latest(session, problem_set.id) if problem_set else None
     if latest is not None and latest.content_hash == loaded.content_hash:
-        default_assignment(session, latest.problem_set)
         return latest, False, latest
     if (latest.number if latest is not None else None) != based_on:
         log.warning("%s: version %s was stored while the folder's version was checked; it stays the latest",
@@ -179,7 +177,6 @@ def store_validated(
         return latest, False, latest
     version, _, _ = _store(session, loaded=loaded, problem_set=problem_set, latest=latest, report=report,
                            user_id=None, checked_with=checking_code.version_for(loaded.spec))  # fmt: skip
-    default_assignment(session, version.problem_set)
     return version, True, latest
 
 
@@ -201,34 +198,6 @@ def warn_replaced(slug: str, version: ProblemSetVersion, replaced: ProblemSetVer
             "(GET /api/v1/problem-sets/%s/versions/%d/archive has them)",
             slug, version.number, replaced.number, slug, replaced.number,
         )  # fmt: skip
-
-
-def load_dir(
-    session: Session,
-    *,
-    root: Path,
-    grader: CodeGraderLike | None,
-    progress: Callable[[str], None] | None = None,
-    max_grading_s: float | None = None,
-    keep_newer: bool = False,
-) -> tuple[ProblemSetVersion, ValidationReport, bool]:
-    """Load a set from a folder (serve's shipped sets, `autograder problems load`); it is assigned in the default
-    offering the first time, so the demo course has it.
-
-    ``keep_newer`` (serve's start-up): a folder whose content is an older version of the set than the latest
-    leaves the latest current, since that one was made later on the web (an upload, an alias accepted from the
-    gradebook) and a restart must not undo it. `autograder problems load` stores what the folder holds, as asked.
-    Either way, a folder that replaces a version made on the web says so in the log: that version's edits are not
-    in the folder unless someone brought them back (its archive can be downloaded)."""
-    loaded = load_problem_set(root)
-    replaced = latest_of(session, loaded.spec.id)
-    if keep_newer and replaced is not None and folder_is_older(session, loaded, replaced):
-        return replaced, ValidationReport(), False
-    out = ingest(session, loaded=loaded, user_id=None, grader=grader, progress=progress, max_grading_s=max_grading_s)
-    default_assignment(session, out[0].problem_set)
-    if out[2]:
-        warn_replaced(loaded.spec.id, out[0], replaced)
-    return out
 
 
 def latest_of(session: Session, slug: str) -> ProblemSetVersion | None:
@@ -275,8 +244,9 @@ def gate_files(loaded: LoadedSet) -> int:
     """How many files the mutant gate will grade (each code problem's solutions and mutants), for progress."""
     count = 0
     for problem in loaded.spec.problems:
-        if isinstance(problem, CodeProblem) and problem.gradable:
-            for folder in (problem.solutions_dir(), problem.mutants_dir()):
+        code = problem.instructor_code()
+        if code is not None:
+            for folder in (code.solutions, code.mutants):
                 prefix = folder.rstrip("/") + "/"
                 count += sum(
                     1 for name in loaded.files if name.startswith(prefix) and name.endswith(".py")

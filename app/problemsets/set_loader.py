@@ -27,10 +27,9 @@ from typing import Any, Literal
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.courses.service import default_assignment
 from app.problemsets import refused
 from app.problemsets import service as sets
-from app.problemsets.models import ProblemSetVersion
+from app.problemsets.models import ProblemSet, ProblemSetVersion
 from graders.code.grader import CodeGraderLike
 from graders.grade import validate_set
 from graders.problemset.errors import ProblemSetInvalid
@@ -107,9 +106,15 @@ class SetLoader:
         settings: Settings,
         session_factory: Callable[[], Session],
         grader: CodeGraderLike,
+        *,
+        assign: Callable[[Session, ProblemSet], object],
         write_gate: Any = None,
     ) -> None:
+        """``assign``: what a folder's set gets once its version is live, in the same transaction (the app factory
+        passes app.courses.service.default_assignment: assigned in the home offering, once, as `problems load`
+        does); handed in because problem sets sit below courses."""
         self.settings = settings
+        self._assign = assign
         self._sessions = session_factory
         self._grader = grader
         self._write_gate = write_gate
@@ -241,7 +246,7 @@ class SetLoader:
                 return None
             # Assigned in the default offering as `problems load` does, so the demo course has it.
             with self._writing():
-                default_assignment(session, latest.problem_set)
+                self._assign(session, latest.problem_set)
                 session.commit()
             return latest.id, latest.number, sets.is_current(latest), same
 
@@ -262,6 +267,8 @@ class SetLoader:
         with self._sessions() as session, self._writing():
             version, created, replaced = sets.store_validated(session, loaded=loaded, report=report, based_on=live)
             number = version.number if version is not None else None
+            if version is not None and (created or version.content_hash == loaded.content_hash):
+                self._assign(session, version.problem_set)  # not a version stored meanwhile from elsewhere
             session.commit()
             if created and version is not None:
                 sets.warn_replaced(slug, version, replaced)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -22,17 +22,28 @@ from app.submissions.models import Submission
 MAX_ROUNDS = 60
 
 
+# Built once (asked by every store and every seal): building the statement cost more than running it.
+_ATTEMPTS = select(func.max(Submission.attempt), func.max(Submission.created_at)).where(
+    Submission.user_id == bindparam("user_id"),
+    Submission.assignment_id == bindparam("assignment_id"),
+    Submission.problem_id == bindparam("problem_id"),
+)
+
+
 def attempts_used(
     session: Session, *, user_id: int, assignment_id: int | None, problem_id: str
 ) -> tuple[int, datetime | None]:
     """(the highest attempt number so far, when the latest was made)."""
-    row = session.execute(
-        select(func.max(Submission.attempt), func.max(Submission.created_at)).where(
-            Submission.user_id == user_id,
-            Submission.assignment_id == assignment_id,
-            Submission.problem_id == problem_id,
-        )
-    ).one()
+    if assignment_id is None:
+        row = session.execute(
+            select(func.max(Submission.attempt), func.max(Submission.created_at)).where(
+                Submission.user_id == user_id, Submission.assignment_id.is_(None), Submission.problem_id == problem_id
+            )
+        ).one()
+    else:
+        row = session.execute(
+            _ATTEMPTS, {"user_id": user_id, "assignment_id": assignment_id, "problem_id": problem_id}
+        ).one()
     return int(row[0] or 0), row[1]
 
 
@@ -65,10 +76,13 @@ def store_next_attempt(
     problem_id: str,
     policy: Policy | None,
     on_conflict: Callable[[], Submission | None],
+    before_commit: Callable[[Submission], None] | None = None,
 ) -> tuple[Submission, bool]:
     """Insert ``make(attempt)`` with the next free attempt number; ``policy`` None skips the limits (staff).
 
     ``on_conflict`` looks for the row that beat us to the same Idempotency-Key: returned as (row, False).
+    ``before_commit`` writes what goes with the row in its transaction (a grade made in the request); a conflict
+    there goes round again like one on the row itself.
     """
     for _ in range(MAX_ROUNDS):
         used, last_at = attempts_used(session, user_id=user_id, assignment_id=assignment_id, problem_id=problem_id)
@@ -77,6 +91,8 @@ def store_next_attempt(
         submission = make(used + 1)
         session.add(submission)
         try:
+            if before_commit is not None:
+                before_commit(submission)
             session.commit()
             return submission, True
         except (IntegrityError, OperationalError):

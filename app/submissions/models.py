@@ -59,7 +59,6 @@ class Submission(Base):
         ForeignKey("assignment.id", ondelete="CASCADE"), nullable=True, index=True
     )
     problem_id: Mapped[str] = mapped_column(String(64))
-    kind: Mapped[str] = mapped_column(String(16))  # "answers" or "code"
     payload: Mapped[dict[str, Any]] = mapped_column(StudentJSON)
     status: Mapped[str] = mapped_column(String(16), default=Status.QUEUED, index=True)
     source: Mapped[str] = mapped_column(String(8), default=Source.API)

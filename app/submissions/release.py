@@ -3,6 +3,7 @@ explanation, the answer key). Every reader asks here: the API, the pages, and th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,9 +12,9 @@ from sqlalchemy.orm import Session
 
 from app.courses import service as courses
 from app.courses.access import Access
-from app.courses.models import Assignment
+from app.courses.models import Assignment, Membership
 from app.courses.permissions import Action
-from app.courses.policy import policy_for
+from app.courses.policy import Release, policy_for
 from app.db import utcnow
 from app.problemsets.service import spec_of
 from app.submissions.allocation import attempts_used
@@ -70,14 +71,63 @@ def seal_of(
 ) -> Seal:
     """What ``access`` may see now of ``user_id``'s results at one problem of an assignment."""
     offering_id = assignment.offering_id if assignment else None
-    staff = access.can(offering_id, Action.VIEW_UNRELEASED) or (offering_id is None and access.is_admin)
     member = courses.member_of(session, offering_id, user_id) if offering_id is not None else None
+    assignment_id = assignment.id if assignment else None
+
+    def used() -> int:
+        return attempts_used(session, user_id=user_id, assignment_id=assignment_id, problem_id=problem_id)[0]
+
+    def full() -> bool:
+        return full_marks(session, user_id=user_id, assignment_id=assignment_id, problem_id=problem_id)
+
+    return _seal(access, assignment, spec, member, problem_id, used, full)
+
+
+def seal_of_new(
+    session: Session,
+    access: Access,
+    sub: Submission,
+    spec: ProblemSetSpec,
+    *,
+    assignment: Assignment | None,
+    member: Membership | None,
+    full_now: bool,
+) -> Seal:
+    """``seal_for`` a submission just stored: with the assignment and membership its store read, and its own
+    attempt as the attempts used (what the student had used when it was stored). ``full_now``: its own grade
+    earned every point, so no earlier attempt needs looking at."""
+
+    def full() -> bool:
+        if full_now:
+            return True
+        assignment_id = assignment.id if assignment else None
+        return full_marks(session, user_id=sub.user_id, assignment_id=assignment_id, problem_id=sub.problem_id)
+
+    return _seal(access, assignment, spec, member, sub.problem_id, lambda: sub.attempt, full)
+
+
+def is_full(score: float, max_score: float) -> bool:
+    """The test of ``full_marks`` for one grade's automatic score."""
+    return max_score > 0 and score - max_score >= -EPS
+
+
+def _seal(
+    access: Access,
+    assignment: Assignment | None,
+    spec: ProblemSetSpec,
+    member: Membership | None,
+    problem_id: str,
+    used_attempts: Callable[[], int],
+    full_marks_now: Callable[[], bool],
+) -> Seal:
+    offering_id = assignment.offering_id if assignment else None
+    staff = access.can(offering_id, Action.VIEW_UNRELEASED) or (offering_id is None and access.is_admin)
     policy = policy_for(assignment, spec, problem_id, member)
     if staff:
         return Seal(True, policy.due_at, True, True, True, True)
-    assignment_id = assignment.id if assignment else None
-    used, _ = attempts_used(session, user_id=user_id, assignment_id=assignment_id, problem_id=problem_id)
-    full = full_marks(session, user_id=user_id, assignment_id=assignment_id, problem_id=problem_id)
+    # Only a release after the attempts asks how many were used and whether one earned every point.
+    counted = any(when == Release.AFTER_ATTEMPTS for when in policy.release.values())
+    used, full = (used_attempts(), full_marks_now()) if counted else (0, False)
     now = utcnow()
 
     def shown(what: str) -> bool:

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+import time
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any, Protocol
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, bindparam, or_, select
 from sqlalchemy.orm import Session, selectinload
 
 from app.config import Settings
 from app.courses import clock
 from app.courses import service as courses
 from app.courses.access import Access
-from app.courses.models import Assignment
+from app.courses.models import Assignment, Membership
 from app.courses.permissions import Action
 from app.courses.policy import Closed, InvalidFormat, policy_for
 from app.db import utcnow
@@ -20,11 +23,56 @@ from app.errors import N_, Conflict, Invalid, NotFound
 from app.problemsets.models import ProblemSet
 from app.problemsets.service import loaded_version
 from app.submissions.allocation import store_next_attempt
-from app.submissions.models import Source, Status, Submission
+from app.submissions.models import CheckResultRow, Grade, Source, Status, Submission
 from app.submissions.notebook import require_entrypoints
+from app.submissions.penalties import Penalties, penalties_of
 from app.users.models import User
 from graders.grade import check_payload, format_errors
-from graders.kinds import PayloadInvalid, kind_of
+from graders.kinds import PayloadInvalid
+from graders.problemset.loader import LoadedSet
+from graders.results import GradeResult
+
+# Built once: every post with an Idempotency-Key asks.
+_BY_KEY = select(Submission).where(
+    Submission.user_id == bindparam("user_id"), Submission.idempotency_key == bindparam("key")
+)
+
+
+@dataclass
+class Stored:
+    """What ``store`` did: the row, whether it is new, and what a caller needs to show it without reading again.
+
+    ``graded``: it was graded in the request (``inline``) and stored with its grade; ``member`` and ``assignment``
+    are the ones its policy was worked out with (the release seal needs the same).
+    """
+
+    submission: Submission
+    created: bool
+    graded: bool = False
+    assignment: Assignment | None = None
+    member: Membership | None = None
+
+
+class GradesInline(Protocol):
+    """What ``store`` asks to grade a submission in the request instead of the workers (app/worker/inline.py)."""
+
+    def grade(self, loaded: LoadedSet, problem_id: str, payload: dict[str, Any]) -> GradeResult | None:
+        """The grade, when this process grades this problem itself now; None leaves the row to the workers."""
+
+    def record(
+        self, session: Session, sub: Submission, result: GradeResult, penalties: Penalties, *, offering_id: int
+    ) -> list[CheckResultRow | Grade]:
+        """Write the grade of the just-flushed ``sub`` in its transaction (not committed); the rows written."""
+
+    def finished(
+        self,
+        sub: Submission,
+        rows: list[CheckResultRow | Grade],
+        result: GradeResult,
+        loaded: LoadedSet,
+        seconds: float,
+    ) -> None:
+        """After the commit: what the response shows, and wake those waiting for it."""
 
 
 def create(
@@ -40,27 +88,50 @@ def create(
     source: Source = Source.API,
     idempotency_key: str | None = None,
     offering_id: int | None = None,
-    not_before: datetime | None = None,
 ) -> tuple[Submission, bool]:
-    """Validate and store a submission as queued. Returns (submission, created); a repeated key returns the first.
+    """``store`` for the workers to grade: (submission, created)."""
+    stored = store(session, settings=settings, user=user, access=access, problem_set=problem_set,
+                   problem_id=problem_id, answers=answers, code=code, source=source,
+                   idempotency_key=idempotency_key, offering_id=offering_id)  # fmt: skip
+    return stored.submission, stored.created
 
-    The set is resolved to the caller's assignment (``offering_id`` when it is assigned in several of theirs).
-    Students are held to its dates and attempt policy; staff (test runs) are not. An answer that cannot be read
-    is refused (InvalidFormat) before anything is stored, so it uses no attempt. ``not_before`` keeps the workers
-    off the new row until then (the API grades fill-in answers itself meanwhile, app/worker/inline.py); a queued
-    row's ``lease_until`` is its "not before".
+
+def store(
+    session: Session,
+    *,
+    settings: Settings,
+    user: User,
+    access: Access,
+    problem_set: str,
+    problem_id: str,
+    answers: dict[str, str] | None = None,
+    code: str | None = None,
+    source: Source = Source.API,
+    idempotency_key: str | None = None,
+    offering_id: int | None = None,
+    inline: GradesInline | None = None,
+) -> Stored:
+    """Validate and store a submission, queued for the workers or, with ``inline``, already graded.
+
+    A repeated key returns the first. The set is resolved to the caller's assignment (``offering_id`` when it is
+    assigned in several of theirs). Students are held to its dates and attempt policy; staff (test runs) are not.
+    An answer that cannot be read is refused (InvalidFormat) before anything is stored, so it uses no attempt.
+
+    With ``inline``, an answer whose kind grades in plain Python is graded before the row is written, and the row
+    is inserted as graded with its checks and grade in one transaction: it is never queued, so no worker can take
+    it, and a crash before the commit leaves nothing (the client's retry with its Idempotency-Key stores it once).
+    When ``inline`` declines (code, no free slot, a grading that raised), the row is stored queued as before.
     """
     if idempotency_key:
-        existing = session.scalar(
-            select(Submission).where(Submission.user_id == user.id, Submission.idempotency_key == idempotency_key)
-        )
+        existing = session.scalar(_BY_KEY, {"user_id": user.id, "key": idempotency_key})
         if existing is not None:
-            return _replay(existing, problem_set, problem_id, answers, code)
+            return Stored(*_replay(existing, problem_set, problem_id, answers, code))
     found = courses.resolve(session, access, problem_set, offering_id=offering_id, action=Action.SUBMIT)
     assignment = found.assignment
     staff = access.can(assignment.offering_id, Action.VIEW_UNRELEASED)
     version = courses.version_of(session, assignment)
-    spec = loaded_version(settings, version).spec
+    loaded = loaded_version(settings, version)
+    spec = loaded.spec
     problem = spec.problem(problem_id)
     if problem is None:
         raise Invalid(N_("unknown problem %(problem)s in set %(set)s"), field="problem",
@@ -89,28 +160,48 @@ def create(
         raise Closed(N_("problem set %(set)s is closed: it was due %(when)s"),
                      params={"set": repr(problem_set), "when": deadline})  # fmt: skip
 
+    grading_started = time.perf_counter()
+    result = inline.grade(loaded, problem_id, payload) if inline is not None else None
+    grading_s = time.perf_counter() - grading_started
+    graded_at = utcnow() if result is not None else None
+
     def make(attempt: int) -> Submission:
-        return Submission(
+        sub = Submission(
             user_id=user.id,
-            problem_set_version=version,  # loaded already: grading it inline needs no query for it
+            problem_set_version=version,  # loaded already: showing it needs no query for it
             assignment_id=assignment.id,
             problem_id=problem_id,
-            kind=kind_of(problem).takes,
             payload=payload,
             source=source,
             attempt=attempt,
             idempotency_key=idempotency_key,
-            lease_until=not_before,
+            created_at=utcnow(),
         )
+        if result is not None:  # never queued: no worker ever sees it
+            sub.status, sub.started_at, sub.graded_at = Status.GRADED, graded_at, graded_at
+        return sub
 
     def idempotent_winner() -> Submission | None:
         if not idempotency_key:
             return None
-        return session.scalar(
-            select(Submission).where(Submission.user_id == user.id, Submission.idempotency_key == idempotency_key)
-        )
+        return session.scalar(_BY_KEY, {"user_id": user.id, "key": idempotency_key})
 
-    return store_next_attempt(
+    rows: list[CheckResultRow | Grade] = []
+    write_grade = None
+    if inline is not None and result is not None:
+        # The owner's policy as a worker's grading would see it (staff do not start the clock by submitting).
+        owner = policy
+        if staff:
+            owner = policy_for(assignment, spec, problem_id, member,
+                               started_at=clock.started_at(session, assignment, user.id))  # fmt: skip
+        grader, graded = inline, result
+
+        def write_grade(sub: Submission) -> None:
+            session.flush()  # the row's id, for its checks and grade
+            penalties = penalties_of(owner, created_at=sub.created_at, attempt=sub.attempt)
+            rows[:] = grader.record(session, sub, graded, penalties, offering_id=assignment.offering_id)
+
+    sub, created = store_next_attempt(
         session,
         make=make,
         user_id=user.id,
@@ -118,7 +209,13 @@ def create(
         problem_id=problem_id,
         policy=None if staff else policy,
         on_conflict=idempotent_winner,
+        before_commit=write_grade,
     )
+    graded_here = created and inline is not None and result is not None
+    if graded_here:
+        assert inline is not None and result is not None
+        inline.finished(sub, rows, result, loaded, grading_s)
+    return Stored(sub, created, graded_here, assignment, member)
 
 
 def _replay(

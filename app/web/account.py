@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 from starlette.datastructures import FormData
 
+from app.courses import accounts
 from app.courses import service as courses
 from app.courses.access import access_for
 from app.db import utcnow
@@ -123,7 +124,7 @@ def create_token(request: Request, form: CheckedForm, user: WebUser, session: We
             raise Invalid(f"offering {offering[:20]!r} is not an offering id", field="offering")
         if days not in {str(d) for d in EXPIRIES}:
             raise Invalid(f"expiry {days[:20]!r} is not one of the choices", field="expires_days")
-        token, plain = users.create_token(
+        token, plain = accounts.create_token(
             session,
             user=user,
             name=_text(form, "name").strip()[:100],

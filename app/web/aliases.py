@@ -11,10 +11,10 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
+from app.courses import course_sets
 from app.courses.access import access_for
 from app.deps import RowIdQuery
 from app.errors import Conflict, Invalid
-from app.problemsets import aliases
 from app.problemsets.aliases import Alias
 from app.web.deps import CheckedForm, WebInstructor, WebSession, WebSettings
 from app.web.i18n import error_text
@@ -46,7 +46,7 @@ def add_alias(
         answer=str(form.get("answer") or "")[:1000],
     )
     try:
-        edit = aliases.prepare(session, settings, access_for(session, user), slug, offering, alias)
+        edit = course_sets.prepare_alias(session, settings, access_for(session, user), slug, offering, alias)
     except (Invalid, Conflict) as exc:
         session.rollback()
         shown = error_text(request, exc)
@@ -60,7 +60,7 @@ def add_alias(
 
 
 def _store(
-    state: Any, user_id: int, edit: aliases.AliasEdit, slug: str, alias: Alias, job: UploadJob
+    state: Any, user_id: int, edit: course_sets.AliasEdit, slug: str, alias: Alias, job: UploadJob
 ) -> tuple[int, dict[str, Any]]:
     """The upload's validation and storage, refused if another version was stored since the edit's base (it would
     be lost); a stored version adds the regrade link to the report page."""

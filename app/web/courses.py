@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 from starlette.datastructures import FormData, UploadFile
 
-from app.courses import roster
+from app.courses import invitations, roster
 from app.courses import service as courses
 from app.courses.access import Access, access_for
 from app.courses.models import Counts, MemberRole, Offering, Release
@@ -24,7 +24,6 @@ from app.gradebook.row import student_row
 from app.input_types import to_utc
 from app.lti.passback import requeue_held
 from app.problemsets.models import ProblemSet
-from app.users import invitations
 from app.users.models import User
 from app.web.deps import (
     CheckedForm,

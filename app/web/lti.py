@@ -2,8 +2,9 @@
 
 The platform reaches these from the user's browser: login initiation is a GET or POST from the LMS, the launch a
 cross-site form POST carrying the signed id_token (so no CSRF token of ours: the id_token, its nonce and the state
-cookie set at login are what authenticate it). The blocking work (database, the platform's keyset over HTTP) runs
-in FastAPI's worker threads, never on the event loop: these handlers are plain functions.
+set at login, in a cookie or the platform's storage, are what authenticate it; app/web/lti_frame.py has the
+iframe). The blocking work (database, the platform's keyset over HTTP) runs in FastAPI's worker threads, never on
+the event loop: these handlers are plain functions.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from app.lti.models import LtiContext
 from app.security_headers import FRAME_KEY, allow_form_target, allow_framing, origins
 from app.users.models import User
 from app.users.service import start_session
+from app.web import lti_frame
 from app.web.deps import (
     CheckedForm,
     LimitUnauthenticated,
@@ -67,6 +69,7 @@ def _start(request: Request, session: Session, user: User, claims: tool.Launch, 
     (a signed claim; Canvas's issuer is not the school's own domain that frames the tool)."""
     start_session(session, request.session, user, lifetime_s=settings.session_max_age_s)
     rotate_csrf(request)
+    lti_frame.mark_framed(request)  # in the LMS's iframe: a partitioned cookie
     presentation = claims.body.get(_PRESENTATION)
     returns = [presentation.get("return_url")] if isinstance(presentation, dict) else []
     returns.append((claims.deep_linking or {}).get("deep_link_return_url"))
@@ -108,14 +111,8 @@ def login(request: Request, params: Params, settings: WebSettings) -> Response:
         request.app.state.session_factory, keys, params=params, cookies=request.cookies, secure=_secure(request),
         launch_url=launch_url,
     )  # fmt: skip
-    response = RedirectResponse(redirect.url, status_code=302)
-    for c in redirect.cookies:
-        # The launch comes back as a cross-site POST: over HTTPS the state cookie must be SameSite=None to travel.
-        response.set_cookie(
-            c.name, c.value, max_age=c.max_age, path="/", httponly=True, secure=c.secure,
-            samesite="none" if c.secure else "lax",
-        )  # fmt: skip
-    return response
+    # A redirect, or a page putting the state into the platform's storage first; the state cookie either way.
+    return lti_frame.login_response(request, redirect, params)
 
 
 @router.post(
@@ -124,9 +121,13 @@ def login(request: Request, params: Params, settings: WebSettings) -> Response:
 )  # fmt: skip
 def launch(request: Request, params: Params, session: WebSession, settings: WebSettings) -> Response:
     """A refused launch is an error page (401) and a log line, with nothing written."""
+    check = lti_frame.storage_check(request, params, session)  # the state in the platform's storage, not a cookie
+    if check is not None:
+        return check
     keys = key_store(settings.data_dir, settings.lti_key_grace_s)
     claims = tool.validate_launch(
-        request.app.state.session_factory, keys, params=params, cookies=request.cookies, secure=_secure(request),
+        request.app.state.session_factory, keys, params=params, secure=_secure(request),
+        cookies=lti_frame.launch_cookies(request, params, settings),
         leeway_s=settings.lti_clock_leeway_s,
         tool_url=settings.public_url,  # target_link_uri must be on this tool
     )  # fmt: skip
@@ -137,11 +138,11 @@ def launch(request: Request, params: Params, session: WebSession, settings: WebS
         user = lti_provision.existing_lti_user(session, claims)
         _start(request, session, user, claims, settings)
         request.session[LINK_KEY] = claims.launch_id
-        return RedirectResponse("/lti/link", status_code=303)
+        return lti_frame.arrival(request, session, RedirectResponse("/lti/link", status_code=303))
     done = lti_provision.provision(session, claims)
     session.commit()  # now: the roster sync below runs after the response, in a session of its own
     _start(request, session, done.user, claims, settings)
-    return _land(request, done, claims, keys)
+    return lti_frame.arrival(request, session, _land(request, done, claims, keys))  # in a frame: is the cookie back?
 
 
 def _land(request: Request, done: lti_provision.Provisioned, claims: tool.Launch, keys: KeyStore) -> Response:

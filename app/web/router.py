@@ -14,6 +14,7 @@ from app.web import (
     grading_queue,
     instructor,
     lti,
+    lti_frame,
     preferences,
     similarity,
     student,
@@ -32,6 +33,7 @@ router.include_router(webhooks.router)
 router.include_router(bulk_regrade.router)
 router.include_router(aliases.router)
 router.include_router(lti.router)
+router.include_router(lti_frame.router)
 router.include_router(preferences.router)
 router.include_router(similarity.router)
 router.mount("/static", StaticFiles(directory=HERE / "static"), name="static")

@@ -154,8 +154,7 @@ def preview(
     found = courses.resolve(session, access_for(session, user), slug, offering_id=offering)
     version = courses.version_of(session, found.assignment)
     problem = loaded_version(settings, version).spec.problem(problem_id)
-    # Every problem that takes answers has its parts' specs as ``parts`` (fill-in, choice, manual); code has none.
-    parts = getattr(problem, "parts", []) if problem is not None else []
+    parts = problem.answer_parts() if problem is not None else []
     spec = dict(zip(problem.part_ids(), parts, strict=False)).get(part) if problem is not None else None
     kind = ANSWER_KINDS[spec.kind] if spec is not None else None
     if spec is None or kind is None or kind.preview is None:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import base64
 import secrets
 import uuid
+from datetime import datetime
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import ColumnElement, Select, and_, bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -109,6 +110,21 @@ def deliveries(session: Session, *, endpoint: WebhookEndpoint, limit: int = 100)
     return list(session.scalars(stmt))
 
 
+def _endpoints(whose: ColumnElement[bool]) -> Select[WebhookEndpoint, datetime | None, int | None]:
+    return (
+        select(WebhookEndpoint, ApiToken.revoked_at, ApiToken.offering_id)
+        .outerjoin(ApiToken, ApiToken.id == WebhookEndpoint.token_id)
+        .where(whose, WebhookEndpoint.is_active.is_(True))
+        .order_by(WebhookEndpoint.id)
+    )
+
+
+# Built once (every grading asks): the submitter's personal endpoints, and those with the offering's.
+_MINE = and_(WebhookEndpoint.user_id == bindparam("user_id"), WebhookEndpoint.offering_id.is_(None))
+_PERSONAL_ENDPOINTS = _endpoints(_MINE)
+_ENDPOINTS = _endpoints(or_(_MINE, WebhookEndpoint.offering_id == bindparam("offering_id")))
+
+
 def enqueue_event(session: Session, *, user_id: int, event_type: str, submission_id: int) -> int:
     """Queue one delivery per active endpoint that takes this event: the submitter's personal ones and those of the
     submission's offering. Returns how many."""
@@ -117,14 +133,17 @@ def enqueue_event(session: Session, *, user_id: int, event_type: str, submission
         .join(Submission, Submission.assignment_id == Assignment.id)
         .where(Submission.id == submission_id)
     )
-    mine = WebhookEndpoint.user_id == user_id, WebhookEndpoint.offering_id.is_(None)
-    whose = and_(*mine) if offering_id is None else or_(and_(*mine), WebhookEndpoint.offering_id == offering_id)
-    rows = session.execute(
-        select(WebhookEndpoint, ApiToken.revoked_at, ApiToken.offering_id)
-        .outerjoin(ApiToken, ApiToken.id == WebhookEndpoint.token_id)
-        .where(whose, WebhookEndpoint.is_active.is_(True))
-        .order_by(WebhookEndpoint.id)
-    ).all()
+    return enqueue_for(
+        session, user_id=user_id, offering_id=offering_id, event_type=event_type, submission_id=submission_id
+    )
+
+
+def enqueue_for(session: Session, *, user_id: int, offering_id: int | None, event_type: str, submission_id: int) -> int:
+    """``enqueue_event`` for a caller that knows the submission's offering (None: outside any) already."""
+    if offering_id is None:
+        rows = session.execute(_PERSONAL_ENDPOINTS, {"user_id": user_id}).all()
+    else:
+        rows = session.execute(_ENDPOINTS, {"user_id": user_id, "offering_id": offering_id}).all()
     queued = 0
     for endpoint, revoked_at, token_offering in rows:
         if revoked_at is not None or event_type not in endpoint.events:

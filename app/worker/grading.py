@@ -13,12 +13,12 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
-from app.courses.penalties import Penalties, grading_penalties
 from app.db import database_unavailable, session_scope, utcnow
 from app.lti.passback import queue_score
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import loaded_version
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
+from app.submissions.penalties import Penalties, grading_penalties
 from app.webhooks.service import enqueue_event
 from app.worker import observe
 from app.worker.claims import renew, retry_delay_s

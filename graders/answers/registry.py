@@ -4,8 +4,8 @@ A kind's name is read off its spec's ``kind: Literal[...]`` field, so the list o
 hand. Everything that needs "which answer kinds exist" (the problem-set parser, the validator, the student view,
 the answer form's hints) asks this table.
 
-Adding an answer kind (docs/extending.md, "Adding an answer kind"): write ``graders/answers/<kind>.py`` with its spec (a
-subclass of ``AnswerSpec``) and its grader, register it at the bottom of this file, and add its tests.
+Adding an answer kind (docs/extending.md, "Adding an answer kind"): write ``graders/answers/<kind>.py`` with its
+spec (a subclass of ``AnswerSpec``) and its grader, register it at the bottom of this file, and add its tests.
 """
 
 from __future__ import annotations
@@ -69,6 +69,15 @@ class AnswerKind:
             is an answer (text, choice, essay).
         preview: how the form shows what was typed before it is submitted (parsed, never compared with the answer);
             None for kinds whose text is shown as typed.
+        key: the reference answer as a released answer key shows it, or None where a spec has no single one (a
+            text part with only a regex); None (the default): the spec's ``answer`` field, written out. A kind
+            scored automatically whose spec has no ``answer`` field must give one (registration refuses it).
+        aliases: the spec's list of accepted answers that the gradebook may add a students' answer to (an
+            "alias", e.g. ``answers`` of a text part), or None where accepting one more text makes no sense.
+        normal_form: how the gradebook groups students' wrong answers (" Encoder。" and "encoder" together);
+            None (the default): the grader's own reading (its result's ``normalized``).
+        pure: grading is plain, quick Python: the gradebook may grade a shown answer against the current version
+            to say whether it is accepted now. False for a kind whose grading may wait on a worker (symbolic).
     """
 
     spec: type[AnswerSpec]
@@ -79,13 +88,42 @@ class AnswerKind:
     view: Callable[[Any], dict[str, Any]] = field(default=lambda spec: {})
     format_error: Callable[[str, Any], str | None] | None = None
     preview: Callable[[str, Any], Preview] | None = None
+    key: Callable[[Any], str | None] | None = None
+    aliases: str | None = None
+    normal_form: Callable[[str, Any], str | None] | None = None
+    pure: bool = True
 
     @property
     def name(self) -> str:
         return kind_name(self.spec)
 
+    @property
+    def takes_aliases(self) -> bool:
+        return self.aliases is not None
+
     def hint_for(self, spec: AnswerSpec) -> str:
         return self.hint(spec) if callable(self.hint) else self.hint
+
+    def released_key(self, spec: AnswerSpec) -> str | None:
+        """The reference answer a released answer key shows for this part; None for parts scored by hand."""
+        if not self.auto:
+            return None
+        if self.key is not None:
+            return self.key(spec)
+        return answer_text(getattr(spec, "answer"))  # noqa: B009 - registration checked that the spec has it
+
+    def normalized(self, submitted: str, spec: AnswerSpec) -> str | None:
+        """The answer as this kind reads it before comparing, for grouping students' answers (see normal_form)."""
+        if self.normal_form is not None:
+            return self.normal_form(submitted, spec)
+        return self.grade(submitted, spec).normalized
+
+
+def answer_text(value: Any) -> str:
+    """A spec's answer as text: labels joined (``A, C``), a float without trailing zeros, anything else as str."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ", ".join(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 ANSWER_KINDS: dict[str, AnswerKind] = {}
@@ -101,9 +139,18 @@ def kind_name(spec: type[BaseModel]) -> str:
 
 
 def register_answer_kind(kind: AnswerKind) -> AnswerKind:
-    """Add a kind to the table (refusing a name that is taken); returns it."""
+    """Add a kind to the table (refusing a name that is taken, and a kind that cannot say its answer key); returns
+    it."""
     if kind.name in ANSWER_KINDS:
         raise ValueError(f"answer kind {kind.name!r} is already registered")
+    fields = kind.spec.model_fields
+    if kind.auto and kind.key is None and "answer" not in fields:
+        raise ValueError(
+            f"answer kind {kind.name!r}: {kind.spec.__name__} has no 'answer' field, so give AnswerKind a key "
+            "(the reference answer a released answer key shows)"
+        )
+    if kind.aliases is not None and kind.aliases not in fields:
+        raise ValueError(f"answer kind {kind.name!r}: aliases names {kind.aliases!r}, not a field of its spec")
     ANSWER_KINDS[kind.name] = kind
     return kind
 
@@ -128,10 +175,8 @@ def grade_part(submitted: str, spec: AnswerSpec) -> PartResult:
 def normalized_answer(submitted: str, spec: AnswerSpec) -> str | None:
     """The answer as the part's grader reads it before comparing (its result's ``normalized``: "encoder" for
     " Encoder。", "32" for "2^5"), for grouping students' answers; None where the grader reads nothing. A symbolic
-    part is parsed only, never sent to the SymPy worker; every other kind's grader is pure and cheap."""
-    if isinstance(spec, SymbolicSpec):
-        return symbolic_normal_form(submitted, spec)
-    return grade_part(submitted, spec).normalized
+    part is parsed only, never sent to the SymPy worker (its kind's ``normal_form``)."""
+    return ANSWER_KINDS[kind_name(type(spec))].normalized(submitted, spec)
 
 
 def table_union(table: Mapping[str, type[BaseModel]], noun: str) -> Any:
@@ -180,10 +225,18 @@ def _choice_hint(spec: ChoiceSpec) -> str:
     return "choose all that apply" if spec.multi else "choose one"
 
 
+def _text_key(spec: TextSpec) -> str | None:
+    return spec.answers[0] if spec.answers else None  # a part that accepts by regex or keywords alone has none
+
+
+def _size_key(spec: SizeSpec) -> str:
+    return str(spec.answer_bytes)
+
+
 # Format hints show the form a blank accepts with neutral values: never a shipped answer (a shared example such as
 # sqrt(d_k) *is* one blank's answer) and never a form the grader refuses (letters in a shape, MB where MiB is meant).
 for _kind in (
-    AnswerKind(TextSpec, grade_text, "word or phrase"),
+    AnswerKind(TextSpec, grade_text, "word or phrase", key=_text_key, aliases="answers"),
     AnswerKind(
         ChoiceSpec,
         grade_choice,
@@ -212,6 +265,7 @@ for _kind in (
         "size with its unit, e.g. 1.5 KiB or 512 B",
         preview=preview_size,
         format_error=size_format_error,
+        key=_size_key,
     ),
     AnswerKind(
         SymbolicSpec,
@@ -219,6 +273,8 @@ for _kind in (
         "formula, e.g. a*b^2 or \\frac{a}{2}",
         preview=preview_symbolic,
         format_error=symbolic_format_error,
+        normal_form=symbolic_normal_form,
+        pure=False,
     ),
     AnswerKind(IdentifierSpec, grade_identifier, "name"),
     AnswerKind(EssaySpec, grade_essay, "written answer", widget="essay", auto=False),

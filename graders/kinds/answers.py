@@ -12,7 +12,15 @@ from typing import Any
 from graders.answers.normalize import MAX_ANSWER_CHARS
 from graders.answers.registry import ANSWER_KINDS, grade_part
 from graders.answers.specs import AnswerSpec
-from graders.kinds.base import GradeContext, Payload, PayloadInvalid, ProblemKind, ValidateContext, rubric_points
+from graders.kinds.base import (
+    GradeContext,
+    Payload,
+    PayloadInvalid,
+    ProblemKind,
+    ValidateContext,
+    register_problem_kind,
+    rubric_points,
+)
 from graders.model import ChoiceProblem, FillInProblem, ManualProblem, ProblemBase
 from graders.problemset.validate import check_answer_cases
 from graders.results import CheckResult, GradeResult, Verdict, Visibility, verdict_from_checks
@@ -94,15 +102,18 @@ def part_view(part_id: str, spec: AnswerSpec) -> dict[str, Any]:
     }
 
 
-class _AnswersKind(ProblemKind):
+class AnswersKind(ProblemKind):
+    """A kind whose submission answers its parts (``answer_parts()``), each graded by the part's answer kind; the
+    base of the built-in answer kinds and of a new one (docs/extending.md)."""
+
     takes = "answers"
     # Pure graders over short strings; a symbolic part that the numeric check cannot decide goes to the bounded
     # SymPy worker pool, which has its own time limit.
     grades_in_process = True
 
-    def parts(self, problem: Any) -> list[AnswerSpec]:
+    def parts(self, problem: ProblemBase) -> list[AnswerSpec]:
         """The parts that are graded part by part."""
-        return list(problem.parts)
+        return problem.answer_parts()
 
     def payload(self, problem: Any, *, answers: dict[str, str] | None, code: str | None) -> Payload:
         if code is not None:
@@ -123,21 +134,26 @@ class _AnswersKind(ProblemKind):
         check_answer_cases(problem, ctx.where, ctx.report)
 
     def view(self, problem: Any) -> dict[str, Any]:
-        return {"parts": [part_view(pid, spec) for pid, spec in zip(problem.part_ids(), problem.parts, strict=True)]}
+        return {
+            "parts": [
+                part_view(pid, spec) for pid, spec in zip(problem.part_ids(), problem.answer_parts(), strict=True)
+            ]
+        }
 
 
-class FillInKind(_AnswersKind):
+class FillInKind(AnswersKind):
     model = FillInProblem
+    takes_aliases = True
 
 
-class ChoiceKind(_AnswersKind):
+class ChoiceKind(AnswersKind):
     model = ChoiceProblem
 
     def view(self, problem: Any) -> dict[str, Any]:
         return super().view(problem) | {"options": problem.options}
 
 
-class ManualKind(_AnswersKind):
+class ManualKind(AnswersKind):
     """One essay (b1) scored by hand against the rubric: nothing is graded part by part."""
 
     model = ManualProblem
@@ -151,3 +167,7 @@ class ManualKind(_AnswersKind):
 
     def view(self, problem: Any) -> dict[str, Any]:
         return {"parts": [part_view("b1", self._ESSAY)]}
+
+
+for _kind in (FillInKind(), ChoiceKind(), ManualKind()):
+    register_problem_kind(_kind)

@@ -10,7 +10,13 @@ A kind names its model (the pydantic type in problemset.yaml) and says:
   the problem is worth;
 - ``view``: the kind's own fields of the student view (never answers, checks, solutions or mutants);
 - ``grades_in_process``: grading is plain Python over the payload (no sandbox, milliseconds at most), so the
-  service may grade a new submission in the thread that stored it instead of sending it through the queue.
+  service may grade a new submission in the thread that stored it instead of sending it through the queue;
+- ``takes_aliases``: its parts are the ``parts`` list of problemset.yaml, so the gradebook may add a students'
+  answer to one (an alias, where the part's answer kind takes them too).
+
+``PROBLEM_KINDS`` is the table; each kind's module registers its kinds at its bottom, and importing
+``graders.kinds`` imports every module of the package. A kind's model is registered with the problem-set model
+where it is defined (``graders/model.py``), so a set loads whether or not this package was imported.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any, ClassVar, Literal
 
 from graders.answers.registry import kind_name
 from graders.code.grader import CodeGraderLike
-from graders.model import ProblemBase
+from graders.model import PROBLEM_MODELS, ProblemBase
 from graders.problemset.loader import LoadedSet
 from graders.problemset.validate import ValidationReport
 from graders.results import GradeResult
@@ -64,6 +70,7 @@ class ProblemKind(ABC):
     model: ClassVar[type[ProblemBase]]
     takes: ClassVar[Takes]
     grades_in_process: ClassVar[bool] = False
+    takes_aliases: ClassVar[bool] = False
 
     @property
     def name(self) -> str:
@@ -84,6 +91,27 @@ class ProblemKind(ABC):
     def view(self, problem: Any) -> dict[str, Any]:
         """The kind's own fields of the student view."""
         return {"parts": []}
+
+
+PROBLEM_KINDS: dict[str, ProblemKind] = {}
+
+
+def register_problem_kind(kind: ProblemKind) -> ProblemKind:
+    """Add a kind to the table, refusing a name that is taken and a model the problem-set model does not know
+    (register it where it is defined, so that loading a set never depends on this package being imported)."""
+    if kind.name in PROBLEM_KINDS:
+        raise ValueError(f"problem kind {kind.name!r} is already registered")
+    if PROBLEM_MODELS.get(kind.name) is not kind.model:
+        raise ValueError(
+            f"problem kind {kind.name!r}: register {kind.model.__name__} with the problem-set model first "
+            "(register_problem_model, in the list at the bottom of graders/model.py)"
+        )
+    PROBLEM_KINDS[kind.name] = kind
+    return kind
+
+
+def kind_of(problem: ProblemBase) -> ProblemKind:
+    return PROBLEM_KINDS[problem.kind]
 
 
 def rubric_points(problem: ProblemBase) -> float:

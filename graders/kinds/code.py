@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from graders.kinds.base import GradeContext, Payload, PayloadInvalid, ProblemKind, ValidateContext, rubric_points
+from graders.kinds.base import (
+    GradeContext,
+    Payload,
+    PayloadInvalid,
+    ProblemKind,
+    ValidateContext,
+    register_problem_kind,
+    rubric_points,
+)
 from graders.model import CodeProblem
 from graders.problemset.validate import validate_code
 from graders.results import GradeResult
@@ -43,3 +51,6 @@ class CodeKind(ProblemKind):
             "limits": problem.limits.model_dump(),
             "parts": [],
         }
+
+
+register_problem_kind(CodeKind())

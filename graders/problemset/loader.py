@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from graders.input_limits import MAX_PROMPT_BYTES, NUL_MESSAGE, InputTooComplex, find_nul, safe_yaml_load
-from graders.model import CodeProblem, ProblemSetSpec
+from graders.model import ProblemSetSpec
 from graders.problemset.errors import ProblemSetInvalid, SetError
 
 SET_FILE = "problemset.yaml"
@@ -111,8 +111,9 @@ def check_files(spec: ProblemSetSpec, files: dict[str, bytes]) -> list[SetError]
     for index, problem in enumerate(spec.problems):
         where = f"problems[{index}] ({problem.id})"
         named = [("prompt", problem.prompt), ("explanation", problem.explanation)]
-        if isinstance(problem, CodeProblem) and problem.gradable:
-            named.append(("checks", problem.checks))
+        code = problem.instructor_code()
+        if code is not None:
+            named.append(("checks", code.checks))
         for key, rel in named:
             if rel is None:
                 continue
@@ -128,14 +129,14 @@ def check_files(spec: ProblemSetSpec, files: dict[str, bytes]) -> list[SetError]
                 errors.append(SetError(rel, "", f"{len(files[rel])} bytes; a prompt is at most {MAX_PROMPT_BYTES}"))
             elif key != "checks" and "\x00" in text:
                 errors.append(SetError(rel, "", f"a prompt {NUL_MESSAGE}"))
-        if isinstance(problem, CodeProblem) and problem.gradable:
-            prefix = problem.solutions_dir().rstrip("/") + "/"
+        if code is not None:
+            prefix = code.solutions.rstrip("/") + "/"
             if not any(name.startswith(prefix) and name.endswith(".py") for name in files):
                 errors.append(SetError(SET_FILE, f"{where}.solutions", f"no reference solution (*.py) under {prefix}"))
-            mutants = problem.mutants_dir().rstrip("/") + "/"
+            mutants = code.mutants.rstrip("/") + "/"
             errors += [
                 SetError(SET_FILE, f"{where}.bug_hints", f"{name!r} is not a mutant of this problem (under {mutants})")
-                for name in problem.bug_hints
+                for name in code.bug_hints
                 if mutants + name not in files
             ]
     return errors

@@ -11,7 +11,7 @@ from typing import Any
 
 from graders.answers import grade_part
 from graders.code.grader import CodeGraderLike, grading_budget_s
-from graders.model import ChoiceProblem, CodeProblem, FillInProblem
+from graders.model import CodeProblem, ProblemBase
 from graders.problemset.errors import SetError
 from graders.problemset.loader import SET_FILE, LoadedSet
 from graders.problemset.mutant_gate import run_mutant_gate
@@ -51,9 +51,9 @@ class ValidationReport:
         return "\n".join(lines)
 
 
-def check_answer_cases(problem: FillInProblem | ChoiceProblem, where: str, report: ValidationReport) -> None:
+def check_answer_cases(problem: ProblemBase, where: str, report: ValidationReport) -> None:
     """Every part's ``accept:`` cases must be accepted and its ``reject:`` cases rejected."""
-    for part_id, spec in zip(problem.part_ids(), problem.parts, strict=True):
+    for part_id, spec in zip(problem.part_ids(), problem.answer_parts(), strict=True):
         for expected, cases in ((True, spec.accept), (False, spec.reject)):
             for case in cases:
                 report.answer_cases += 1

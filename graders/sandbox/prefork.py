@@ -15,6 +15,9 @@ ceiling is below a submission's limits is discarded and one is forked on the spo
 
 Which seat (uid) a child gets is drawn at random among the free seats of its role, so that a child's uid does not
 tell how many children of its role the slot made before (for instance whether the previous submission loaded).
+
+The pool knows its slot only as a ``SeatHost`` (its seats, and how it forks, arms and sizes a child), so this
+module does not import ``slot`` (which builds the pool): the two form no cycle.
 """
 
 from __future__ import annotations
@@ -28,21 +31,44 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from graders.sandbox.config import RunLimits
 from graders.sandbox.errors import SandboxError
 from graders.sandbox.student_process import StudentProcess
-
-if TYPE_CHECKING:
-    from graders.sandbox.slot import Seat, Slot
-    from graders.sandbox.zygote_client import ZygoteClient
+from graders.sandbox.zygote_client import ZygoteClient
 
 log = logging.getLogger(__name__)
 TAKE_TIMEOUT_S = 60.0
 LIVENESS_CHECK_S = 1.0  # how often the housekeeper looks for waiting children that died
 EXTRA_SEATS = 2  # seats per role beyond its depth: the child being served and one being reaped behind it
 MAX_TAKE_ATTEMPTS = 3  # a waiting child found dead is replaced; a third failure in a row is the sandbox's
+
+
+@dataclass(frozen=True)
+class Seat:
+    """Where one live child sits: its uid (None unsandboxed) and its working dir's name under the zygote's root."""
+
+    role: str
+    index: int
+    uid: int | None
+
+    @property
+    def dirname(self) -> str:
+        return f"{self.role}-{self.index}"
+
+
+class SeatHost(Protocol):
+    """What the pool asks of its slot (``slot.Slot``)."""
+
+    seats: dict[str, list[Seat]]
+    needs_restart: bool  # a cleanup failed: the zygote restarts before the next run
+
+    def fork(self, zygote: ZygoteClient, ceiling: RunLimits, seat: Seat) -> StudentProcess: ...
+
+    def arm(self, process: StudentProcess, limits: RunLimits, seat: Seat) -> None: ...
+
+    def fits(self, ceiling: RunLimits, limits: RunLimits) -> bool: ...
 
 
 @dataclass
@@ -67,7 +93,7 @@ class ChildPool:
     state happens under ``_cond``. Zygote requests of both threads go one at a time (``ZygoteClient.request``).
     """
 
-    def __init__(self, slot: Slot, roles: tuple[str, ...], depth: int, max_depth: int) -> None:
+    def __init__(self, slot: SeatHost, roles: tuple[str, ...], depth: int, max_depth: int) -> None:
         self.slot, self.roles, self.max_depth = slot, roles, max_depth
         self._depth = dict.fromkeys(roles, depth)  # children kept waiting per role; grows with ``want``
         self._cond = threading.Condition()

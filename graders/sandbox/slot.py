@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 from graders.sandbox import uids
 from graders.sandbox.cgroups import ChildCgroup, SlotCgroups
@@ -22,25 +22,12 @@ from graders.sandbox.channel import ChildChannel, widen_pipe
 from graders.sandbox.config import RunLimits, SandboxConfig
 from graders.sandbox.errors import SandboxError
 from graders.sandbox.lockdown import LIMIT_FIELDS, ChildSpec
-from graders.sandbox.prefork import EXTRA_SEATS, ChildPool
+from graders.sandbox.prefork import EXTRA_SEATS, ChildPool, Seat
 from graders.sandbox.student_process import ChildHandles, StudentProcess
 from graders.sandbox.zygote_client import ZygoteClient
 
 STUDENT, ALONE, REFERENCE = "student", "alone", "reference"
 ROLES = (STUDENT, ALONE, REFERENCE)
-
-
-@dataclass(frozen=True)
-class Seat:
-    """Where one live child sits: its uid (None unsandboxed) and its working dir's name under the zygote's root."""
-
-    role: str
-    index: int
-    uid: int | None
-
-    @property
-    def dirname(self) -> str:
-        return f"{self.role}-{self.index}"
 
 
 class Slot:

@@ -14,12 +14,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
+from app.courses import accounts as account_service
+from app.courses import course_sets
 from app.courses.access import access_for
 from app.main import create_app
-from app.problemsets import service as sets
 from app.submissions import service as submissions
 from app.submissions.models import Status, Submission
-from app.users import service as users
 from app.users.models import Role, User
 from tests.conftest import FIXTURE_SETS, shares_app
 
@@ -41,9 +41,9 @@ def accounts(sessions) -> dict[str, Account]:  # type: ignore[no-untyped-def]
     out = {}
     with sessions() as session:
         for key, role in (("instructor", Role.INSTRUCTOR), ("alice", Role.STUDENT), ("bob", Role.STUDENT)):
-            user, password = users.create_user(session, email=f"{key}@example.com", role=role)
+            user, password = account_service.create_user(session, email=f"{key}@example.com", role=role)
             scopes = ["submit", "read", "instructor"] if role == Role.INSTRUCTOR else None
-            _, token = users.create_token(session, user=user, name="test", scopes=scopes)
+            _, token = account_service.create_token(session, user=user, name="test", scopes=scopes)
             out[key] = Account(user.id, user.email, password, token)
         session.commit()
     return out
@@ -52,7 +52,7 @@ def accounts(sessions) -> dict[str, Account]:  # type: ignore[no-untyped-def]
 @pytest.fixture
 def basic_set(sessions) -> str:  # type: ignore[no-untyped-def]
     with sessions() as session:
-        sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
         session.commit()
     return "basic"
 

@@ -24,13 +24,12 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
+from app.courses import accounts, course_sets
 from app.courses.access import access_for
 from app.db import make_engine, make_session_factory
 from app.migrate import upgrade
-from app.problemsets import service as sets
 from app.submissions import service as submissions
 from app.submissions.models import CheckResultRow, Status, Submission
-from app.users import service as users
 from app.users.models import Role, User
 from tests.conftest import FIXTURE_SETS, REPO, service_missing
 
@@ -154,8 +153,8 @@ class CodesetDatabase:
         sessions = make_session_factory(engine)
         settings = Settings(data_dir=tmp_path / "data", database_url=url, secret_key="k" * 40)
         with sessions() as session:
-            sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
-            student, _ = users.create_user(session, email="s@example.com", role=Role.STUDENT)
+            course_sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+            student, _ = accounts.create_user(session, email="s@example.com", role=Role.STUDENT)
             session.commit()
         return cls(url, engine, sessions, settings, student)
 

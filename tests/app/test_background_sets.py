@@ -23,12 +23,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
+from app.courses import accounts
 from app.db import make_engine, make_session_factory
 from app.main import create_app
 from app.migrate import upgrade
 from app.problemsets import checking_code
 from app.problemsets.models import ProblemSet, ProblemSetVersion
-from app.users import service as users
 from app.users.models import Role
 from app.worker.code_grader import LazyCodeGrader
 from tests.app.fault_stack import Process, healthz, wait_until
@@ -96,8 +96,8 @@ def own_port() -> int:
 
 def make_student(sessions: sessionmaker[Session]) -> dict[str, str]:
     with sessions() as session:
-        user, _ = users.create_user(session, email="student@example.com", role=Role.STUDENT)
-        _, token = users.create_token(session, user=user, name="bg")
+        user, _ = accounts.create_user(session, email="student@example.com", role=Role.STUDENT)
+        _, token = accounts.create_token(session, user=user, name="bg")
         session.commit()
     return {"Authorization": f"Bearer {token}"}
 
@@ -303,7 +303,7 @@ def test_a_refused_new_version_leaves_the_live_one_live(
 
 def _instructor(sessions: sessionmaker[Session]) -> tuple[str, str]:
     with sessions() as session:
-        user, password = users.create_user(session, email="teacher@example.com", role=Role.INSTRUCTOR)
+        user, password = accounts.create_user(session, email="teacher@example.com", role=Role.INSTRUCTOR)
         session.commit()
         return user.email, password
 

@@ -13,10 +13,9 @@ import redis
 from fastapi.testclient import TestClient
 
 from app.config import Settings
+from app.courses import accounts, course_sets
 from app.db import make_engine, make_session_factory
 from app.main import create_app
-from app.problemsets import service as sets
-from app.users import service as users
 from app.users.models import Role
 from tests.conftest import FIXTURE_SETS, REDIS_URL, REPO, service_missing
 
@@ -37,9 +36,9 @@ def test_submission_graded_by_celery_worker(tmp_path: Path, postgres_database: s
     )
     sessions = make_session_factory(make_engine(postgres_database))
     with sessions() as session:
-        sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
-        user, _ = users.create_user(session, email="ci@example.com", role=Role.STUDENT)
-        _, token = users.create_token(session, user=user, name="ci")
+        course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+        user, _ = accounts.create_user(session, email="ci@example.com", role=Role.STUDENT)
+        _, token = accounts.create_token(session, user=user, name="ci")
         session.commit()
     env = {
         **os.environ,

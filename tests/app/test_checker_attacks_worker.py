@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from app.courses import course_sets
 from app.courses.access import access_for
-from app.problemsets import service as sets
 from app.submissions import service as submissions
 from app.submissions.models import CheckResultRow, Status, Submission
 from tests.app.fault_stack import CodesetDatabase, Process, all_final, wait_until
@@ -98,7 +98,7 @@ def test_a_set_armed_at_grading_time_reaches_nothing_of_the_worker(
         root = _write_set(tmp_path / "hostile", targets, armed_only=True, extra=KILLS_THE_WORKER)
         # The gate, as an upload or `problems load` runs it: the set passes it, its attacks being quiet there.
         with CodeGrader(support.jail_config(hidden_paths=[tmp_path])) as gate, db.sessions() as session:
-            _, report, _ = sets.load_dir(session, root=root, grader=gate, max_grading_s=600)
+            _, report, _ = course_sets.load_dir(session, root=root, grader=gate, max_grading_s=600)
             session.commit()
         assert report.ok and report.points["c1"] == FULL, report.to_dict()
 

@@ -35,7 +35,7 @@ import httpx
 import pytest
 
 from app.config import Settings
-from app.problemsets import service as sets
+from app.courses import course_sets
 from app.server_limits import FD_RESERVE
 from tests.app.conftest import Account
 from tests.conftest import FIXTURE_SETS, REPO
@@ -68,8 +68,8 @@ def database_url(tmp_path: Path, sqlite_template: Path) -> str:
 @pytest.fixture
 def code_and_basic_sets(sessions) -> None:  # type: ignore[no-untyped-def]
     with sessions() as session:
-        sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
-        sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
         session.commit()
 
 

@@ -11,11 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.courses import accounts, course_sets
 from app.db import make_engine, make_session_factory
 from app.migrate import upgrade
-from app.problemsets import service as sets
 from app.submissions.models import Status, Submission
-from app.users import service as users
 from app.users.models import Role
 from tests.app.fault_stack import (
     PrivateRedis,
@@ -43,9 +42,9 @@ def test_broker_outage_loses_nothing_and_recovers_in_seconds(tmp_path: Path) -> 
         engine = make_engine(database_url)
         sessions = make_session_factory(engine)
         with sessions() as session:
-            sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
-            user, _ = users.create_user(session, email="s@example.com", role=Role.STUDENT)
-            _, token = users.create_token(session, user=user, name="outage")
+            course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+            user, _ = accounts.create_user(session, email="s@example.com", role=Role.STUDENT)
+            _, token = accounts.create_token(session, user=user, name="outage")
             session.commit()
         env = {
             "AUTOGRADER_DATABASE_URL": database_url,

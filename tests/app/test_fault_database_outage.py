@@ -18,11 +18,10 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 
+from app.courses import accounts, course_sets
 from app.db import make_engine, make_session_factory
 from app.migrate import upgrade
-from app.problemsets import service as sets
 from app.submissions.models import Submission
-from app.users import service as users
 from app.users.models import Role
 from tests.app.fault_stack import Process, TcpProxy, all_final, assert_graded_once, free_port, healthz, wait_until
 from tests.conftest import FIXTURE_SETS, fresh_postgres_database
@@ -43,10 +42,10 @@ def test_database_outage_is_503_then_everything_is_graded_once(tmp_path: Path) -
         engine = make_engine(database_url)  # the test's own view of the database, not through the relay
         sessions = make_session_factory(engine)
         with sessions() as session:
-            sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
-            sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
-            user, _ = users.create_user(session, email="s@example.com", role=Role.STUDENT)
-            _, token = users.create_token(session, user=user, name="outage")
+            course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+            course_sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+            user, _ = accounts.create_user(session, email="s@example.com", role=Role.STUDENT)
+            _, token = accounts.create_token(session, user=user, name="outage")
             session.commit()
         upstream = make_url(database_url)
         proxy = TcpProxy(upstream.host or "127.0.0.1", upstream.port or 5432)

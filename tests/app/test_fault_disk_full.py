@@ -18,12 +18,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from app.config import Settings
+from app.courses import accounts, course_sets
 from app.db import make_engine, make_session_factory
 from app.main import create_app
 from app.migrate import upgrade
-from app.problemsets import service as sets
 from app.submissions.models import Submission
-from app.users import service as users
 from app.users.models import Role
 from tests.conftest import FIXTURE_SETS
 
@@ -85,9 +84,9 @@ def test_a_full_data_disk_refuses_writes_with_507_and_corrupts_nothing(small_dis
     engine = make_engine(settings.resolved_database_url)
     sessions = make_session_factory(engine)
     with sessions() as session:
-        sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
-        user, _ = users.create_user(session, email="s@example.com", role=Role.STUDENT)
-        _, token = users.create_token(session, user=user, name="disk")
+        course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+        user, _ = accounts.create_user(session, email="s@example.com", role=Role.STUDENT)
+        _, token = accounts.create_token(session, user=user, name="disk")
         session.commit()
     headers = {"Authorization": f"Bearer {token}"}
 

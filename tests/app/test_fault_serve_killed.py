@@ -11,11 +11,10 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from app.courses import accounts, course_sets
 from app.db import make_engine, make_session_factory
 from app.migrate import upgrade
-from app.problemsets import service as sets
 from app.submissions.models import CheckResultRow, Status, Submission
-from app.users import service as users
 from app.users.models import Role
 from tests.app.fault_stack import (
     Process,
@@ -52,9 +51,9 @@ def test_serve_killed_leaves_no_process_and_a_restart_grades_everything_once(tmp
     engine = make_engine(database_url)
     sessions = make_session_factory(engine)
     with sessions() as session:
-        sets.load_dir(session, root=ATTENTION, grader=None)
-        user, _ = users.create_user(session, email="s@example.com", role=Role.STUDENT)
-        _, token = users.create_token(session, user=user, name="kill")
+        course_sets.load_dir(session, root=ATTENTION, grader=None)
+        user, _ = accounts.create_user(session, email="s@example.com", role=Role.STUDENT)
+        _, token = accounts.create_token(session, user=user, name="kill")
         session.commit()
     env = {
         "AUTOGRADER_DATA_DIR": str(data_dir),

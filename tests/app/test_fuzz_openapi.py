@@ -28,11 +28,10 @@ from hypothesis.errors import Unsatisfiable
 from pydantic import BaseModel
 
 from app.config import Settings
+from app.courses import accounts, course_sets
 from app.error_format import error_responses
 from app.main import create_app
 from app.migrate import upgrade
-from app.problemsets import service as sets
-from app.users import service as users
 from app.users.models import Role
 from tests.conftest import FIXTURE_SETS
 
@@ -79,10 +78,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     with app.state.session_factory() as session:
         tokens = {}
         for key, role in (("instructor", Role.INSTRUCTOR), ("student", Role.STUDENT)):
-            user, _ = users.create_user(session, email=f"{key}@example.com", role=role)
+            user, _ = accounts.create_user(session, email=f"{key}@example.com", role=role)
             scopes = ["submit", "read", "instructor"] if role == Role.INSTRUCTOR else None
-            _, tokens[key] = users.create_token(session, user=user, name="fuzz", scopes=scopes)
-        sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+            _, tokens[key] = accounts.create_token(session, user=user, name="fuzz", scopes=scopes)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
         session.commit()
     with _serve(app) as base:
         yield {"base": base, "tokens": tokens, "document": requests.get(f"{base}/openapi.json", timeout=30).json()}

@@ -1,27 +1,26 @@
-"""Fill-in answers are graded in the request's thread (app/worker/inline.py): stored queued first, graded once,
-and left to the workers, with their retry accounting, whenever the request cannot grade them."""
+"""Fill-in answers are graded in the request's thread (app/worker/inline.py): graded first, then stored already
+graded in one transaction (never queued, so graded once), and stored queued for the workers, with their retry
+accounting, whenever the request cannot grade them."""
 
 from __future__ import annotations
 
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 
 from app.config import Settings
+from app.courses import course_sets
+from app.courses.access import access_for
 from app.main import create_app
-from app.problemsets import service as sets
-from app.problemsets import storage
-from app.problemsets.models import ProblemSetVersion
+from app.submissions import service
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
 from app.users.models import User
-from app.worker.claims import claim, claim_next
+from app.worker.claims import claim_next
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.grading import GradingJob
 from app.worker.inline import InlineGrader
-from tests.app.conftest import submit_as
 from tests.conftest import FIXTURE_SETS
 
 
@@ -94,70 +93,56 @@ def test_concurrent_answers_are_each_graded_exactly_once(client, accounts, basic
         assert session.scalar(select(func.count()).select_from(CheckResultRow)) == 80
 
 
-def test_a_row_a_worker_claimed_first_is_not_graded_again(settings, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
-    inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
-    with sessions() as session:
-        sub = submit_as(session, settings, accounts["alice"].id, "basic", "t1", answers=BODY["answers"])
-        sub_id = sub.id
-        assert claim(session, sub_id, worker="w:1:0", lease_s=60, max_attempts=3)
-        assert inline.try_grade(session, sub) is False
-    row = _row(sessions, sub_id)
-    assert row.status == Status.RUNNING and row.claimed_by == "w:1:0"
-    assert _counts(sessions, sub_id) == (0, 0)
-
-
-def test_a_new_answer_is_held_from_the_workers_while_the_request_grades_it(settings, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
-    inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
-    with sessions() as session:
-        sub = submit_as(session, settings, accounts["alice"].id, "basic", "t1", answers=BODY["answers"],
-                        not_before=inline.not_before())  # fmt: skip
-        sub_id = sub.id
-        assert claim_next(session, worker="w:1:0", lease_s=60, max_attempts=3) is None  # held
-        inline.release(session, sub_id)
-        assert claim_next(session, worker="w:1:0", lease_s=60, max_attempts=3) == sub_id
-
-
-def test_a_failed_inline_grading_is_left_queued_for_the_workers(client, accounts, basic_set, settings, sessions):  # type: ignore[no-untyped-def]
-    client.post("/api/v1/submissions", json=BODY, headers=accounts["alice"].headers)  # unpacks the set once
-    # The app's embedded workers would claim the row once it is released (then "running", not "queued"): this test
-    # reads what the request left behind, so they stop here.
+def test_an_answer_graded_in_the_request_is_never_queued(client, accounts, basic_set, settings, sessions):  # type: ignore[no-untyped-def]
+    # The embedded workers stop first: whatever a claim finds below was left queued by the request.
     client.app.state.pool.stop()
-
-    # The stored archive is damaged and the unpacked copy is gone: neither the request nor a worker can grade.
+    body = client.post("/api/v1/submissions", json=BODY, headers=accounts["alice"].headers).json()
+    assert body["status"] == "graded"
     with sessions() as session:
-        session.execute(update(ProblemSetVersion).values(archive=b"not a tar.gz"))
-        session.commit()
-    storage._cache.clear()
-    shutil.rmtree(settings.data_dir / "sets", ignore_errors=True)
-    inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
+        assert claim_next(session, worker="w:1:0", lease_s=60, max_attempts=3) is None
+    row = _row(sessions, body["id"])
+    assert row.status == Status.GRADED and row.claimed_by is None and _counts(sessions, body["id"]) == (2, 1)
+
+
+def test_a_repeated_idempotency_key_is_stored_and_graded_once(client, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
+    headers = {**accounts["alice"].headers, "Idempotency-Key": "k-1"}
+    first = client.post("/api/v1/submissions", json=BODY, headers=headers).json()
+    again = client.post("/api/v1/submissions", json=BODY, params={"wait": 5}, headers=headers).json()
+    assert first["id"] == again["id"] and again["status"] == "graded" and again["checks"] == first["checks"]
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Submission)) == 1
+        assert session.scalar(select(func.count()).select_from(Grade)) == 1
+
+
+def test_with_no_free_slot_the_answer_is_stored_queued_for_the_workers(settings, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
+    inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)), slots=0)
     with sessions() as session:
         alice = session.get(User, accounts["alice"].id)
-        version = session.scalar(select(ProblemSetVersion))
-        assert version is not None
-        sub = Submission(user_id=alice.id, problem_set_version=version, problem_id="t1", kind="answers",
-                         payload={"answers": BODY["answers"]}, attempt=9, lease_until=inline.not_before())  # fmt: skip
-        session.add(sub)
-        session.commit()
-        sub_id = sub.id
-        assert inline.try_grade(session, sub) is False
-        inline.release(session, sub_id)
+        assert alice is not None
+        access = access_for(session, alice)
+        stored = service.store(session, settings=settings, user=alice, access=access, problem_set="basic",
+                               problem_id="t1", answers=BODY["answers"], inline=inline)  # fmt: skip
+        assert stored.created and not stored.graded
+        sub_id = stored.submission.id
+        assert claim_next(session, worker="w:1:0", lease_s=60, max_attempts=3) == sub_id  # not held: claimable now
     row = _row(sessions, sub_id)
-    # Untouched: queued, claimable now, no attempt counted; the workers' retries decide what happens next.
-    assert row.status == Status.QUEUED and row.lease_until is None and row.grading_attempts == 0
-    assert row.started_at is None and _counts(sessions, sub_id) == (0, 0)
+    assert row.status == Status.RUNNING and row.claimed_by == "w:1:0" and _counts(sessions, sub_id) == (0, 0)
 
 
 def test_a_code_submission_still_goes_to_the_workers(settings, accounts, sessions):  # type: ignore[no-untyped-def]
     with sessions() as session:
-        sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
         session.commit()
     inline = InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings)))
     with sessions() as session:
+        alice = session.get(User, accounts["alice"].id)
+        assert alice is not None
         code = "def add(a, b):\n    return a + b\n"
-        sub = submit_as(session, settings, accounts["alice"].id, "codeset", "c1", code=code)
-        assert inline.try_grade(session, sub) is False
-        sub_id = sub.id
-    assert _row(sessions, sub_id).status == Status.QUEUED
+        stored = service.store(session, settings=settings, user=alice, access=access_for(session, alice),
+                               problem_set="codeset", problem_id="c1", code=code, inline=inline)  # fmt: skip
+        assert stored.created and not stored.graded
+        sub_id = stored.submission.id
+    assert _row(sessions, sub_id).status == Status.QUEUED and _counts(sessions, sub_id) == (0, 0)
 
 
 def test_with_a_broker_the_workers_grade_everything(settings, sessions) -> None:  # type: ignore[no-untyped-def]

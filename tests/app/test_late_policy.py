@@ -6,8 +6,8 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
+from app.courses import course_sets
 from app.db import utcnow
-from app.problemsets import service as sets
 from app.submissions.lateness import days_late, late_penalty
 from graders.problemset.loader import load_problem_set
 from tests.conftest import FIXTURE_SETS
@@ -25,7 +25,7 @@ def set_with_due(tmp_path: Path, due_days_ago: float, penalty: float, max_days: 
 
 def load(sessions, root: Path) -> None:  # type: ignore[no-untyped-def]
     with sessions() as session:
-        sets.load_dir(session, root=root, grader=None)
+        course_sets.load_dir(session, root=root, grader=None)
         session.commit()
 
 

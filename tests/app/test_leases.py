@@ -10,6 +10,7 @@ from datetime import timedelta
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from app.courses import course_sets
 from app.db import utcnow
 from app.main import create_app
 from app.problemsets import service as sets
@@ -36,7 +37,7 @@ def _wait_finished(client, headers, sub_id: int, limit_s: float = 60):  # type: 
 
 def test_a_grading_longer_than_the_lease_is_not_taken_over(settings, accounts, sessions, caplog):  # type: ignore[no-untyped-def]
     with sessions() as session:
-        sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
         session.commit()
     # Two workers and a 1 s lease: without renewal the idle worker takes the job over every second, the first
     # worker's result is dropped, and the submission never leaves "running".
@@ -58,7 +59,7 @@ def test_a_grading_longer_than_the_lease_is_not_taken_over(settings, accounts, s
 
 def _running(session, accounts, attempts: int) -> int:  # type: ignore[no-untyped-def]
     version = sets.get_latest(session, "basic")
-    sub = Submission(user_id=accounts["alice"].id, problem_set_version_id=version.id, problem_id="t1", kind="answers",
+    sub = Submission(user_id=accounts["alice"].id, problem_set_version_id=version.id, problem_id="t1",
                      payload={"answers": {}}, status=Status.RUNNING, claimed_by="gone:1:0",
                      lease_until=utcnow() - timedelta(seconds=5), grading_attempts=attempts)  # fmt: skip
     session.add(sub)

@@ -26,9 +26,9 @@ from argon2 import PasswordHasher
 
 from app import security
 from app.config import Settings
+from app.courses import accounts as account_service
 from app.main import create_app
 from app.migrate import upgrade
-from app.users import service as users
 from app.users.models import Role
 from app.users.password_checks import PasswordChecks
 from tests.conftest import FIXTURE_SETS
@@ -99,7 +99,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     accounts: list[tuple[str, str]] = []
     with app.state.session_factory() as session:
         for n in range(16):
-            user, password = users.create_user(session, email=f"s{n}@example.com", role=Role.STUDENT)
+            user, password = account_service.create_user(session, email=f"s{n}@example.com", role=Role.STUDENT)
             accounts.append((user.email, password))
         session.commit()
     listener = socket.socket()

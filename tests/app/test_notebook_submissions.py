@@ -19,12 +19,13 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from app.cli.main import app as cli
-from app.config import Settings, get_settings
+from app.config import Settings
 from app.errors import Invalid
 from app.main import create_app
 from app.submissions.models import Submission
 from app.submissions.notebook import cell_of_line, left_out_notice, source_from_notebook, with_cells
 from tests.app.test_code_submissions import CORRECT, code_set  # noqa: F401
+from tests.app.test_source_decoding import _run_cli
 from tests.conftest import FIXTURE_SETS, REPO
 from tests.web.conftest import login, wait_graded
 
@@ -158,15 +159,6 @@ def _post(client, account, data: bytes, name: str = "hw.ipynb"):  # type: ignore
         files={"file": (name, data, "application/x-ipynb+json")},
         headers=account.headers,
     )
-
-
-def _run_cli(tmp_path: Path, *args: str):  # type: ignore[no-untyped-def]
-    env = {"AUTOGRADER_DATA_DIR": str(tmp_path / "data"), "AUTOGRADER_PROBLEMS_DIR": str(REPO / "problems")}
-    get_settings.cache_clear()
-    try:
-        return CliRunner().invoke(cli, list(args), env=env)
-    finally:
-        get_settings.cache_clear()
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from argon2 import PasswordHasher, Type
 from sqlalchemy import select
 
 from app import security
+from app.courses import accounts
 from app.users import service as users
 from app.users.models import Role, User
 
@@ -77,7 +78,7 @@ def test_no_production_code_turns_test_parameters_on() -> None:
 
 def make_student(sessions, password_hash: str) -> int:  # type: ignore[no-untyped-def]
     with sessions() as session:
-        user, _ = users.create_user(session, email="carol@example.com", role=Role.STUDENT, password=PASSWORD)
+        user, _ = accounts.create_user(session, email="carol@example.com", role=Role.STUDENT, password=PASSWORD)
         user.password_hash = password_hash
         session.commit()
         return user.id

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from sqlalchemy import update
 
+from app.courses.course_sets import load_dir
 from app.db import utcnow
 from app.problemsets.models import ProblemSetVersion
-from app.problemsets.service import load_dir
 from app.submissions.models import CheckResultRow, Status, Submission
 from tests.app.conftest import submit_as
 from tests.conftest import FIXTURE_SETS

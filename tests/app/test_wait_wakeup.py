@@ -7,9 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fastapi.testclient import TestClient
 
+from app.api import submissions as submissions_router
+from app.courses import course_sets
 from app.main import create_app
-from app.problemsets import service as sets
-from app.submissions import router as submissions_router
 from app.submissions.events import GradeEvents
 from tests.conftest import FIXTURE_SETS
 
@@ -20,7 +20,7 @@ def test_a_waiting_request_reads_the_submission_a_few_times_not_once_per_poll(
     settings, accounts, sessions, monkeypatch
 ):  # type: ignore[no-untyped-def]
     with sessions() as session:
-        sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
         session.commit()
     reads = []
     real_read = submissions_router._read

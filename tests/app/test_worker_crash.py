@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
+from app.courses import accounts, course_sets
 from app.courses.access import access_for
 from app.db import make_engine, make_session_factory
-from app.problemsets import service as sets
 from app.submissions import service as submissions
 from app.submissions.models import Status, Submission
-from app.users import service as users
 from app.users.models import Role
 from tests.conftest import FIXTURE_SETS, REPO
 
@@ -65,8 +64,8 @@ def test_killed_worker_resumes_after_restart(tmp_path: Path) -> None:
     upgrade(settings.resolved_database_url)
     sessions = make_session_factory(make_engine(settings.resolved_database_url))
     with sessions() as session:
-        sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
-        user, _ = users.create_user(session, email="s@example.com", role=Role.STUDENT)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+        user, _ = accounts.create_user(session, email="s@example.com", role=Role.STUDENT)
         session.commit()
         sub, _ = submissions.create(
             session,

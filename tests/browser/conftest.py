@@ -68,10 +68,10 @@ def _free_port() -> int:
 
 
 def _create_accounts(database_url: str) -> None:
+    from app.courses.accounts import create_user
     from app.db import make_engine, make_session_factory
     from app.migrate import upgrade
     from app.users.models import Role
-    from app.users.service import create_user
 
     upgrade(database_url)
     engine = make_engine(database_url)

@@ -22,10 +22,10 @@ def _second_offering(server: Server) -> int:
     from sqlalchemy import select
 
     from app.courses import service as courses
+    from app.courses.accounts import create_user
     from app.db import make_engine, make_session_factory
     from app.problemsets.models import ProblemSet
     from app.users.models import Role
-    from app.users.service import create_user
 
     engine = make_engine(server.database_url)
     with make_session_factory(engine)() as session:

@@ -16,9 +16,9 @@ EMAIL = "lan@example.com"
 
 def _account_following_the_browser(server: Server) -> None:
     """An account of this test's own, in no offering (the other tests count their students), with nothing chosen."""
+    from app.courses.accounts import create_user
     from app.db import make_engine, make_session_factory
     from app.users.models import Role, User
-    from app.users.service import create_user
 
     engine = make_engine(server.database_url)
     with make_session_factory(engine)() as session:

@@ -24,12 +24,11 @@ import pytest
 import uvicorn
 
 from app.config import Settings
+from app.courses import accounts, course_sets
 from app.courses import service as courses
 from app.db import make_engine, make_session_factory
 from app.main import create_app
 from app.migrate import upgrade
-from app.problemsets import service as sets
-from app.users import service as users
 from app.users.models import Role
 from tests.conftest import FIXTURE_SETS, REPO
 
@@ -83,12 +82,12 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Place]:
     upgrade(settings.resolved_database_url)
     engine = make_engine(settings.resolved_database_url)
     with make_session_factory(engine)() as session:
-        users.create_user(session, email="staff@example.com", role=Role.INSTRUCTOR)
-        student, _ = users.create_user(session, email="student@example.com", role=Role.STUDENT)
-        _, token = users.create_token(session, user=student, name="ci", scopes=["submit"])
+        accounts.create_user(session, email="staff@example.com", role=Role.INSTRUCTOR)
+        student, _ = accounts.create_user(session, email="student@example.com", role=Role.STUDENT)
+        _, token = accounts.create_token(session, user=student, name="ci", scopes=["submit"])
         course = courses.create_course(session, slug="light", title="Light")
         offering = courses.create_offering(session, course=course, slug="2027", title="2027")
-        sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
         session.commit()
         offering_id = offering.id
     engine.dispose()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from app.courses import accounts as account_service
 from app.courses import service as courses
 from app.courses.models import MemberRole
 from app.problemsets.models import ProblemSet
@@ -28,7 +29,7 @@ class World:
 
 
 def _account(session, email: str, role: Role = Role.STUDENT, default: bool = True) -> Account:  # type: ignore[no-untyped-def]
-    user, password = users.create_user(session, email=email, role=role, enroll_default=default)
+    user, password = account_service.create_user(session, email=email, role=role, enroll_default=default)
     return Account(user.id, user.email, password, "")
 
 
@@ -59,7 +60,7 @@ def world(sessions, accounts, basic_set) -> World:  # type: ignore[no-untyped-de
         session.flush()
         for key, acc in made.items():
             staff = key.split(":")[1] in ("instructor", "ta")
-            _, token = users.create_token(
+            _, token = account_service.create_token(
                 session,
                 user=users.get_user(session, acc.id),
                 name="t",

@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import Settings
+from app.courses import course_sets
 from app.courses import service as courses
 from app.db import utcnow
-from app.problemsets import service as sets
 from tests.app.conftest import Account
 from tests.conftest import REPO
 from tests.courses.conftest import World
@@ -56,7 +56,7 @@ def configure(client: TestClient, world: World, **policy: Any) -> None:
 @pytest.fixture
 def ch9(sessions, world: World, client: TestClient) -> int:  # type: ignore[no-untyped-def]
     with sessions() as session:
-        version, _, _ = sets.load_dir(session, root=REPO / "problems" / "ch9", grader=None)
+        version, _, _ = course_sets.load_dir(session, root=REPO / "problems" / "ch9", grader=None)
         assignment = courses.default_assignment(session, version.problem_set)
         session.commit()
         return assignment.id

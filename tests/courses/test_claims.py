@@ -14,8 +14,8 @@ from typing import Any
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
+from app.courses import accounts as account_service
 from app.main import create_app
-from app.users import service as users
 from app.users.models import Role
 from tests.courses.conftest import World
 from tests.courses.test_invitations import LINK, SMTP_PASSWORD, SMTP_USER, MailServer, mail_server  # noqa: F401
@@ -171,8 +171,8 @@ def test_a_link_the_server_mailed_proves_the_address_and_activates_the_other_row
 
 def test_an_admin_s_entry_is_active_at_once_and_an_admin_made_account_takes_its_rows(client, world, sessions) -> None:  # type: ignore[no-untyped-def]
     with sessions() as session:
-        admin, _ = users.create_user(session, email="root@example.com", role=Role.ADMIN)
-        _, token = users.create_token(session, user=admin, name="t", scopes=["read", "submit", "instructor"])
+        admin, _ = account_service.create_user(session, email="root@example.com", role=Role.ADMIN)
+        _, token = account_service.create_token(session, user=admin, name="t", scopes=["read", "submit", "instructor"])
         session.commit()
     headers = {"Authorization": f"Bearer {token}"}
     alice = world.people["a:alice"]
@@ -185,7 +185,7 @@ def test_an_admin_s_entry_is_active_at_once_and_an_admin_made_account_takes_its_
 
     _add(client, world, world.a, "later@x.test", role="ta")  # pending; then the operator makes the account
     with sessions() as session:
-        made, _ = users.create_user(session, email="later@x.test", role=Role.STUDENT, enroll_default=False)
+        made, _ = account_service.create_user(session, email="later@x.test", role=Role.STUDENT, enroll_default=False)
         session.commit()
     row = _members(client, world, world.a)["later@x.test"]
     assert row["status"] == "active" and row["user_id"] == made.id

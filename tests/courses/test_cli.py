@@ -58,3 +58,16 @@ def test_a_course_from_the_shell(run, tmp_path: Path) -> None:  # type: ignore[n
     assert (
         run("overrides", "add", assignment_id, "--email", "ben@example.com", "--time-multiplier", "20").exit_code == 2
     )
+
+
+def test_add_and_set_take_every_policy_option_and_nothing_else_reaches_the_columns() -> None:
+    import inspect
+
+    from app.cli.courses import _POLICY_COLUMNS, _policy, add_assignment, set_assignment
+
+    options = {option for option, _ in _POLICY_COLUMNS}
+    assert set(inspect.signature(add_assignment).parameters) == options | {"offering", "problem_set"}
+    assert set(inspect.signature(set_assignment).parameters) == options | {"assignment"}
+    given = dict.fromkeys(options) | {"due": "2027-03-01T23:59+01:00", "cooldown": 60, "offering": 3}
+    policy = _policy(given)
+    assert policy == {"due_at": policy["due_at"], "cooldown_s": 60} and policy["due_at"].utcoffset().seconds == 0

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from app.courses import course_sets
 from app.courses.access import access_for
+from app.courses.accounts import ensure_first_accounts
 from app.courses.models import Course
 from app.courses.service import members, visible_assignments
-from app.problemsets import service as sets
 from app.users.models import User
-from app.users.service import ensure_first_accounts
 from tests.conftest import REPO
 
 
@@ -17,7 +17,7 @@ def test_first_start_builds_the_attention_and_transformer_course(sessions) -> No
     with sessions() as session:
         created = ensure_first_accounts(session)
         for name in ("ch9", "attention"):
-            sets.load_dir(session, root=REPO / "problems" / name, grader=None)
+            course_sets.load_dir(session, root=REPO / "problems" / name, grader=None)
         session.commit()
         assert [c[0] for c in created] == ["instructor@example.com", "student@example.com"]
         course = session.scalar(select(Course))

@@ -25,12 +25,12 @@ from pydantic import SecretStr
 from sqlalchemy import select, update
 
 from app import mail
+from app.courses import accounts as account_service
 from app.courses import service as courses
 from app.courses.models import Membership
 from app.db import utcnow
 from app.main import create_app
 from app.security import hash_token
-from app.users import service as users
 from app.users.models import Invitation, Role, User
 from tests.app.conftest import Account
 from tests.web.conftest import csrf_of, login
@@ -231,7 +231,7 @@ def test_forged_expired_and_foreign_links_are_refused(client, sessions, accounts
                          headers=accounts["instructor"].headers).json()  # fmt: skip
     second_path = second["link"][second["link"].index("/invite/") :]
     with sessions() as session:
-        users.create_user(session, email="second@example.com", role=Role.STUDENT, password="owner-password",
+        account_service.create_user(session, email="second@example.com", role=Role.STUDENT, password="owner-password",
                           enroll_default=False)  # fmt: skip
         session.commit()
     hijack = anon.post(second_path, data={"csrf_token": csrf, "password": "y" * 10, "confirm": "y" * 10})

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from fastapi.testclient import TestClient
 
+from app.courses import accounts
 from app.db import utcnow
-from app.users import service as users
 from app.users.models import Role
 from tests.courses.conftest import World
 
@@ -56,7 +56,7 @@ def test_preview_then_apply_with_a_bom_role_change_and_a_pending_email(client, w
     assert pending["user_id"] is None and pending["status"] == "invited" and pending["source"] == "csv"
     # The first login of that email takes the row over.
     with sessions() as session:
-        user, _ = users.create_user(session, email="New.Person@example.com", role=Role.STUDENT, enroll_default=False)
+        user, _ = accounts.create_user(session, email="New.Person@example.com", role=Role.STUDENT, enroll_default=False)
         session.commit()
         uid = user.id
     row = _members(client, world)["new.person@example.com"]
@@ -91,7 +91,7 @@ def test_drop_mode_drops_missing_students_but_never_staff(client, world):  # typ
 
 def test_join_by_code_until_the_cut_off(client, world, sessions):  # type: ignore[no-untyped-def]
     with sessions() as session:
-        users.create_user(
+        accounts.create_user(
             session, email="walk-in@example.com", role=Role.STUDENT, password="walk-in-pass", enroll_default=False
         )
         session.commit()
@@ -115,7 +115,7 @@ def test_join_by_code_until_the_cut_off(client, world, sessions):  # type: ignor
     )
     late = TestClient(client.app)
     with sessions() as session:
-        users.create_user(
+        accounts.create_user(
             session, email="late@example.com", role=Role.STUDENT, password="late-pass-1", enroll_default=False
         )
         session.commit()

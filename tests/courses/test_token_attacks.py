@@ -7,6 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from app.courses import accounts
 from app.courses import service as courses
 from app.courses.models import MemberRole, Offering
 from app.users import service as users
@@ -24,7 +25,7 @@ def test_a_token_narrowed_to_b_reaches_nothing_of_a(client: TestClient, world: W
         courses.enroll(session, offering=session.get(Offering, world.b), email=teacher.email,
                        role=MemberRole.INSTRUCTOR)  # fmt: skip
         newbie = courses.enroll(session, offering=session.get(Offering, world.a), email="newbie@example.com")
-        _, narrowed = users.create_token(session, user=users.get_user(session, teacher.id), name="b only",
+        _, narrowed = accounts.create_token(session, user=users.get_user(session, teacher.id), name="b only",
                                          scopes=["read", "instructor"], offering_id=world.b)  # fmt: skip
         session.commit()
         newbie_id = newbie.id

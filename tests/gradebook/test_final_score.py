@@ -83,7 +83,7 @@ def test_final_score_in_sql_matches_python(accounts, basic_set, sessions):  # ty
         version_id = get_latest(session, "basic").id
         for auto, manual, penalty in cases:
             sub = Submission(user_id=accounts["alice"].id, problem_set_version_id=version_id, problem_id="t3",
-                             kind="answers", payload={}, status=Status.GRADED)  # fmt: skip
+                             payload={}, status=Status.GRADED)  # fmt: skip
             sub.grade = Grade(auto_score=auto, manual_score=manual, late_penalty=penalty, max_score=5.0,
                               verdict="partial")  # fmt: skip
             session.add(sub)

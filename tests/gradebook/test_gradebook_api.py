@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from app.users import service as users
+from app.courses import accounts as account_service
 from app.users.models import Role
 
 
@@ -29,7 +29,9 @@ def test_gradebook_keeps_each_students_best_attempt(client, accounts, graded):  
 
 def test_csv_export_quotes_and_defuses_formulas(client, accounts, graded, sessions):  # type: ignore[no-untyped-def]
     with sessions() as session:
-        users.create_user(session, email="carol@example.com", role=Role.STUDENT, display_name='=HYPERLINK("x"), "李"')
+        account_service.create_user(
+            session, email="carol@example.com", role=Role.STUDENT, display_name='=HYPERLINK("x"), "李"'
+        )
         session.commit()
     for url in ("/api/v1/gradebook/basic.csv", "/api/v1/gradebook/basic?format=csv"):
         resp = client.get(url, headers=accounts["instructor"].headers)

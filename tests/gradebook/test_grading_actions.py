@@ -69,7 +69,7 @@ def test_manual_grade_before_any_grade_is_404(client, accounts, basic_set, sessi
         assignment_id = default_assignment(session, version.problem_set).id
         row = Submission(user_id=accounts["alice"].id, problem_set_version_id=version.id, problem_id="t3",
                          assignment_id=assignment_id,
-                         kind="answers", payload={"answers": {"b1": "x"}}, status=Status.RUNNING,
+                         payload={"answers": {"b1": "x"}}, status=Status.RUNNING,
                          claimed_by="elsewhere:1:0", lease_until=utcnow().replace(year=2100))  # fmt: skip
         session.add(row)
         session.commit()

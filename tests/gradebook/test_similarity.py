@@ -11,8 +11,8 @@ import time
 
 import pytest
 
+from app.courses import accounts as account_service
 from app.gradebook.similarity import Entry, marked, similar_pairs
-from app.users import service as users
 from app.users.models import Role
 from tests.app.conftest import Account
 from tests.app.test_problemset_upload import upload, zip_dir
@@ -58,8 +58,8 @@ REFERENCE_LIKE = "def add(a, b):\n    return a + b\n"
 
 def _account(sessions, key: str) -> Account:  # type: ignore[no-untyped-def]
     with sessions() as session:
-        user, password = users.create_user(session, email=f"{key}@example.com", role=Role.STUDENT)
-        _, token = users.create_token(session, user=user, name="test")
+        user, password = account_service.create_user(session, email=f"{key}@example.com", role=Role.STUDENT)
+        _, token = account_service.create_token(session, user=user, name="test")
         session.commit()
         return Account(user.id, user.email, password, token)
 

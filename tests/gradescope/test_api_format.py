@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import update
 
-from app.problemsets.service import load_dir
+from app.courses.course_sets import load_dir
 from app.submissions.models import CheckResultRow
 from tests.app.test_visibility_and_failures import basic_due_in_future, wait_graded
 from tests.gradescope.test_run_autograder import validate

@@ -20,11 +20,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import Settings
+from app.courses import accounts
 from app.lti import registration
 from app.lti.keys import KeyStore
 from app.lti.models import LtiUser
 from app.main import create_app
-from app.users import service as users
 from app.users.models import Role
 from tests.app.conftest import _wait_idle, basic_set  # noqa: F401
 from tests.conftest import shares_app
@@ -70,7 +70,9 @@ def lti_client(  # type: ignore[no-untyped-def]
         )  # fmt: skip
         # The LMS's instructor t-1 is linked to an instructor account of ours that teaches the demo offering (where
         # the fixture sets are): that is what lets their launches bring a set into the LMS course.
-        teacher, _ = users.create_user(session, email="prof@uni.example", role=Role.INSTRUCTOR, display_name="Ada Prof")
+        teacher, _ = accounts.create_user(
+            session, email="prof@uni.example", role=Role.INSTRUCTOR, display_name="Ada Prof"
+        )
         session.add(LtiUser(issuer=platform.issuer, sub="t-1", user_id=teacher.id))
         session.commit()
     if shares_app(request):  # the module's one app on this backend (tests/conftest.py), its settings as built

@@ -50,6 +50,10 @@ class TestPlatform:
     redirect_uris: list[str] = field(default_factory=list)
     tool_jwks: dict[str, Any] = field(default_factory=dict)  # pasted in, as Canvas's "Public JWK" field takes it
     base_url: str = ""
+    # The LMS page framing the tool (/course): "_parent" offers LTI platform storage (lti.put_data/get_data) from
+    # that page, named in the login initiation and the launch as lti_storage_target; "" offers none.
+    storage_target: str = ""
+    auto_post: bool = False  # the auth page's form posts itself (a script); the tests without a browser post it
 
     def __post_init__(self) -> None:
         self.key = JWK.generate(kty="RSA", size=2048)
@@ -223,6 +227,21 @@ def moodle_claims(
     }  # fmt: skip
 
 
+_STORAGE_SCRIPT = """<script>
+var stored = {};
+window.addEventListener("message", function (e) {
+  var m = e.data;
+  if (!m || typeof m !== "object" || (m.subject !== "lti.put_data" && m.subject !== "lti.get_data")) return;
+  var mine = stored[e.origin] = stored[e.origin] || {};
+  var answer = {subject: m.subject + ".response", message_id: m.message_id, key: m.key};
+  if (m.subject === "lti.put_data") { mine[m.key] = m.value; answer.value = m.value; }
+  else if (m.key in mine) { answer.value = mine[m.key]; }
+  else { answer.error = {code: "bad_request", message: "no such key"}; }
+  e.source.postMessage(answer, e.origin);
+});
+</script>"""
+
+
 class _Handler(BaseHTTPRequestHandler):
     platform: TestPlatform
 
@@ -263,6 +282,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, p.jwks())
         if url.path == "/auth":
             return self._auth(query)
+        if url.path == "/course":
+            return self._course(query)
         if url.path == "/memberships":
             if NRPS_SCOPE not in (self._scopes() or set()):
                 return self._send(401, {"error": "invalid token"})
@@ -309,10 +330,28 @@ class _Handler(BaseHTTPRequestHandler):
         if pending is None:
             return self._send(400, "unknown login_hint", ctype="text/plain")
         token = p.id_token(pending, q["nonce"])
+        target = (
+            f'<input type="hidden" name="lti_storage_target" value="{html.escape(p.storage_target)}">'
+            if p.storage_target
+            else ""
+        )
         page = (
             f'<form id="f" method="post" action="{html.escape(q["redirect_uri"])}">'
             f'<input type="hidden" name="id_token" value="{html.escape(token)}">'
-            f'<input type="hidden" name="state" value="{html.escape(q["state"])}"></form>'
+            f'<input type="hidden" name="state" value="{html.escape(q["state"])}">{target}</form>'
+        )
+        if p.auto_post:  # the launch posts itself, as Canvas's and Moodle's do
+            page += "<script>document.getElementById('f').submit()</script>"
+        return self._send(200, page, ctype="text/html")
+
+    def _course(self, q: dict[str, str]) -> None:
+        """An LMS course page with the tool in an iframe (its src: the login initiation), answering platform
+        storage messages when ``storage_target`` is set: kept per tool origin, in the page, as the spec says."""
+        storage = "" if not self.platform.storage_target else _STORAGE_SCRIPT
+        page = (
+            "<!doctype html><html lang=en><title>LMS course</title><h1>LMS course</h1>"
+            f'<iframe name="tool" title="The tool" width="1100" height="900" src="{html.escape(q["src"])}"></iframe>'
+            f"{storage}"
         )
         return self._send(200, page, ctype="text/html")
 
@@ -374,13 +413,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class PlatformServer:
-    """Serves a TestPlatform on 127.0.0.1 (a free port) in a thread."""
+    """Serves a TestPlatform on 127.0.0.1 (a free port) in a thread; ``host_name`` is the name its URLs use
+    (``localhost``: another site than a tool on 127.0.0.1, for a cross-site iframe)."""
 
-    def __init__(self, platform: TestPlatform) -> None:
+    def __init__(self, platform: TestPlatform, host_name: str = "") -> None:
         handler = type("Handler", (_Handler,), {"platform": platform})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         host, port = self.httpd.server_address[:2]
-        platform.base_url = f"http://{host}:{port}"
+        platform.base_url = f"http://{host_name or host}:{port}"
         platform.issuer = platform.issuer or platform.base_url
         self.platform = platform
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
+from app.courses import accounts
 from app.courses.models import Course, MemberRole, Membership, MemberSource, MemberStatus
 from app.db import utcnow
 from app.lti import adapters
@@ -78,10 +79,9 @@ def test_an_email_alone_never_links_an_existing_account(lti_client, platform, se
     launch(lti_client, platform, canvas_claims(platform, sub="t-1", role="Instructor", link="rl-1",
                                                custom={"problem_set": "basic"}))  # fmt: skip
     with sessions() as s:
-        from app.users import service as users
         from app.users.models import Role
 
-        admin, _ = users.create_user(s, email="root@uni.example", role=Role.ADMIN)
+        admin, _ = accounts.create_user(s, email="root@uni.example", role=Role.ADMIN)
         s.commit()
         admin_id = admin.id
     lti_client.cookies.clear()

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
+from app.courses import accounts
 from app.courses import service as courses
 from app.courses.models import Assignment, Course, MemberRole, Membership, Offering
 from app.lti.models import LtiContext, LtiResourceLink
-from app.users import service as users
 from app.users.models import Role
 from tests.lti.conftest import launch
 from tests.lti.platform import canvas_claims
@@ -104,7 +104,7 @@ def test_an_admin_moves_a_linked_lms_course_to_another_offering(lti_client, plat
                               data={"csrf_token": _token(page.text), "offering": str(demo)})  # fmt: skip
     assert refused.status_code == 403
     with sessions() as s:
-        users.create_user(s, email="root@uni.example", role=Role.ADMIN, password="admin-password-1")
+        accounts.create_user(s, email="root@uni.example", role=Role.ADMIN, password="admin-password-1")
         s.commit()
     lti_client.cookies.clear()
     login = lti_client.post("/api/v1/auth/login", json={"email": "root@uni.example", "password": "admin-password-1"})

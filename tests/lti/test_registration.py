@@ -7,8 +7,8 @@ from datetime import timedelta
 import jwt
 from jwcrypto.jwk import JWK
 
+from app.courses import accounts as account_service
 from app.lti.keys import KeyStore
-from app.users import service as users
 from app.users.models import Role
 from tests.app.conftest import accounts  # noqa: F401
 from tests.cli.test_cli import run  # noqa: F401
@@ -33,8 +33,8 @@ def test_the_key_is_generated_once_and_rotation_keeps_the_old_one_for_the_grace(
 
 def test_admins_register_platforms_and_staff_read_the_values(lti_client, sessions, accounts) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     with sessions() as s:
-        admin, _ = users.create_user(s, email="admin@uni.example", role=Role.ADMIN)
-        _, admin_token = users.create_token(s, user=admin, name="t", scopes=["submit", "read", "instructor"])
+        admin, _ = account_service.create_user(s, email="admin@uni.example", role=Role.ADMIN)
+        _, admin_token = account_service.create_token(s, user=admin, name="t", scopes=["submit", "read", "instructor"])
         s.commit()
     body = {
         "issuer": "https://canvas.instructure.com", "client_id": "10000000000099", "deployment_ids": ["7:xyz"],

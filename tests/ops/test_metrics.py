@@ -13,11 +13,11 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.api.metrics import process_registry
 from app.config import Settings
+from app.courses import accounts as account_service
 from app.errors import Invalid
 from app.main import create_app
-from app.metrics.router import process_registry
-from app.users import service as users
 from app.users.models import User
 from tests.app.test_visibility_and_failures import wait_graded
 from tests.conftest import REPO
@@ -28,7 +28,7 @@ ANSWERS = {"b1": "encoder", "b2": "31"}
 def metrics_token(sessions, email: str = "instructor@example.com") -> str:  # type: ignore[no-untyped-def]
     with sessions() as session:
         user = session.query(User).filter_by(email=email).one()
-        _, plain = users.create_token(session, user=user, name="prometheus", scopes=["metrics"])
+        _, plain = account_service.create_token(session, user=user, name="prometheus", scopes=["metrics"])
         session.commit()
     return plain
 
@@ -55,7 +55,7 @@ def test_metrics_are_not_public(client, accounts, sessions) -> None:  # type: ig
     assert client.get("/metrics", headers=accounts["alice"].headers).status_code == 403
     with sessions() as session, pytest.raises(Invalid, match="metrics"):
         alice = session.query(User).filter_by(email="alice@example.com").one()
-        users.create_token(session, user=alice, name="x", scopes=["metrics"])
+        account_service.create_token(session, user=alice, name="x", scopes=["metrics"])
     assert client.get("/metrics", headers={"Authorization": f"Bearer {metrics_token(sessions)}"}).status_code == 200
 
 

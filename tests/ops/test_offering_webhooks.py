@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from app.config import Settings
+from app.courses import accounts
 from app.courses import service as courses
 from app.courses.models import MemberRole, Offering
 from app.db import utcnow
@@ -131,7 +132,7 @@ def test_only_the_offerings_instructors_reach_its_webhooks(  # type: ignore[no-u
     assert ping.status_code == 202
     with sessions() as session:
         owner = users.get_user(session, world.people["a:instructor"].id)
-        _, unscoped = users.create_token(session, user=owner, name="ci", scopes=["submit", "read"])
+        _, unscoped = accounts.create_token(session, user=owner, name="ci", scopes=["submit", "read"])
         session.commit()
     callers = [(who, world.people[who].headers, status) for who, status in OUTSIDERS]
     callers.append(("a:instructor without the instructor scope", {"Authorization": f"Bearer {unscoped}"}, 403))

@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from app.config import Settings
+from app.courses import accounts
 from app.courses import service as courses
 from app.courses.models import Offering
 from app.users import service as users
@@ -28,7 +29,7 @@ def test_a_token_narrowed_to_one_offering_gets_no_events_of_another(client: Test
     alice = world.people["a:alice"]
     with sessions() as session:
         courses.enroll(session, offering=session.get(Offering, world.b), email=alice.email)
-        _, narrowed = users.create_token(session, user=users.get_user(session, alice.id), name="b only",
+        _, narrowed = accounts.create_token(session, user=users.get_user(session, alice.id), name="b only",
                                          scopes=["read", "submit"], offering_id=world.b)  # fmt: skip
         session.commit()
     head = {"Authorization": f"Bearer {narrowed}"}

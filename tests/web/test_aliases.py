@@ -13,10 +13,11 @@ from html import unescape
 import pytest
 from sqlalchemy import select
 
+from app.courses import course_sets
 from app.courses.models import Assignment
 from app.errors import Conflict, Invalid
 from app.problemsets import service as sets
-from app.problemsets.aliases import edited_spec
+from app.problemsets.aliases import edited_spec, takes_alias
 from app.problemsets.models import ProblemSetVersion
 from graders.answers.registry import grade_part
 from graders.answers.specs import TextSpec
@@ -50,6 +51,24 @@ def test_a_part_with_only_a_regex_gets_its_first_alias() -> None:
     text = "problems:\n  - id: q\n    parts:\n      - kind: text   # why\n        regex: 'a+'\n"
     edited = edited_spec(text, 0, 0, "b")
     assert "# why" in edited and 'answers: ["b"]' in edited and 'accept: ["b"]' in edited
+
+
+def test_the_alias_joins_the_list_its_answer_kind_names() -> None:
+    # AnswerKind.aliases: a kind whose accepted answers are another field gets the alias there, not in "answers".
+    text = "problems:\n  - id: q\n    parts:\n      - kind: term\n        synonyms: [a]\n"
+    edited = edited_spec(text, 0, 0, "b", field="synonyms")
+    assert 'synonyms: [a, "b"]' in edited and 'accept: ["b"]' in edited and "answers" not in edited
+
+
+def test_only_kinds_that_say_so_take_aliases() -> None:
+    loaded = load_problem_set(FIXTURE_SETS / "basic")
+    seen = set()
+    for problem in loaded.spec.problems:
+        for spec in problem.answer_parts():
+            expected = problem.kind == "fill_in" and spec.kind == "text"  # the built-in kinds that do
+            assert takes_alias(problem, spec) is expected, (problem.id, spec.kind)
+            seen.add(expected)
+    assert seen == {True, False}
 
 
 def _wrong_answers_given(client, accounts) -> None:  # type: ignore[no-untyped-def]
@@ -113,7 +132,7 @@ def test_one_click_makes_a_validated_version_and_links_to_the_regrade(client, ac
 
     # The folder it came from is version 1: loading it again (serve's start-up) keeps version 2 current.
     with sessions() as session:
-        kept, _, created = sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None, keep_newer=True)
+        kept, _, created = course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None, keep_newer=True)
         assert (kept.number, created) == (2, False)
         session.commit()
     assert _versions(sessions) == [1, 2]
@@ -269,7 +288,7 @@ def test_a_file_the_round_trip_parser_cannot_read_is_refused_not_a_500(client, a
     # PyYAML (the loader) takes the last of a key given twice; the round-trip parser refuses the file.
     spec.write_text(spec.read_text(encoding="utf-8").replace('version: "1"', 'version: "1"\nversion: "2"'))
     with sessions() as session:
-        sets.load_dir(session, root=folder, grader=None)
+        course_sets.load_dir(session, root=folder, grader=None)
         session.commit()
     token = login(client, accounts["instructor"])
     resp = client.post("/instructor/sets/basic/aliases",
@@ -315,7 +334,7 @@ def test_a_folder_change_after_a_web_alias_is_logged_and_load_stores_the_folder(
     assert added.status_code == 201
     with sessions() as session:
         # `autograder problems load` of the unchanged folder stores it as asked (serve's start-up would keep v2).
-        version, _, created = sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
+        version, _, created = course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)
         assert (version.number, created) == (3, True)
         session.commit()
     assert "replaces version 2, which was made on the web" in caplog.text

@@ -12,11 +12,11 @@ from collections import Counter
 
 from sqlalchemy import func, select
 
+from app.courses import course_sets
 from app.courses import service as courses
 from app.courses.access import access_for
 from app.gradebook import bulk_regrade
 from app.gradebook.models import RegradeBatch
-from app.problemsets import service as sets
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
 from app.users.models import User
 from tests.conftest import FIXTURE_SETS
@@ -139,7 +139,7 @@ def test_preview_predicts_what_applying_a_new_answer_key_changes(client, world, 
     new_key = "answers: [encoder, decoder]\n        accept: [Encoder, Decoder]\n        reject: [编码器, transformer]"
     (root / "problemset.yaml").write_text(spec.replace(old_key, new_key).replace('version: "1"', 'version: "2"'))
     with sessions() as session:
-        version, report, _ = sets.load_dir(session, root=root, grader=None)
+        version, report, _ = course_sets.load_dir(session, root=root, grader=None)
         assert report.ok, report
         session.commit()
         assignment = courses.default_assignment(session, version.problem_set)
@@ -187,13 +187,13 @@ def test_preview_predicts_what_applying_a_new_answer_key_changes(client, world, 
 
 def test_preview_of_a_code_problem_offers_a_trial_run_instead_of_grading_it(client, world, sessions):  # type: ignore[no-untyped-def]  # noqa: F811
     with sessions() as session:  # no sandbox here: a graded code submission is stored as the worker leaves one
-        version, _, _ = sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+        version, _, _ = course_sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
         assignment = courses.default_assignment(session, version.problem_set)
         alice = session.get(User, world.people["a:alice"].id)
         assert alice is not None
         code = {"code": "raise SystemExit(1)"}
         sub = Submission(user_id=alice.id, problem_set_version_id=version.id, assignment_id=assignment.id,
-                         problem_id="c1", kind="code", payload=code, status=Status.GRADED)  # fmt: skip
+                         problem_id="c1", payload=code, status=Status.GRADED)  # fmt: skip
         session.add(sub)
         session.flush()
         session.add(Grade(submission_id=sub.id, auto_score=0.0, max_score=1.0, verdict="rejected", message=""))

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from app.courses import course_sets
 from tests.courses.conftest import world  # noqa: F401
 from tests.sandbox import support
 from tests.sandbox.test_checker_attacks import ARMED, ATTACKS, _write_set
@@ -48,10 +49,9 @@ def test_a_trial_regrade_of_an_armed_program_reaches_nothing(client, world, sess
         "OUTSIDE": str(tmp_path / "escaped.txt"),
     }
     root = _write_set(tmp_path / "hostile", targets, armed_only=True, extra=KILLS_THE_SERVICE)
-    from app.problemsets import service as sets
 
     with sessions() as session:  # through the app's own grader: the gate the upload runs
-        _, report, _ = sets.load_dir(session, root=root, grader=client.app.state.code_grader, max_grading_s=600)
+        _, report, _ = course_sets.load_dir(session, root=root, grader=client.app.state.code_grader, max_grading_s=600)
         session.commit()
     assert report.ok and report.points["c1"] == FULL, report.to_dict()
     alice, bob = world.people["a:alice"].id, world.people["a:bob"].id

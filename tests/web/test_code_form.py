@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.problemsets import service as sets
+from app.courses import course_sets
 from tests.web.conftest import login
 
 SET_YAML = """\
@@ -29,7 +29,7 @@ def code_set(sessions, tmp_path):  # type: ignore[no-untyped-def]
     prompt = "实现 $\\mathrm{softmax}(x)_i = e^{x_i} / \\sum_j e^{x_j}$。"
     (root / "prompts" / "c1.md").write_text(prompt, encoding="utf-8")
     with sessions() as session:
-        sets.load_dir(session, root=root, grader=None)
+        course_sets.load_dir(session, root=root, grader=None)
         session.commit()
     return "codeset"
 

@@ -216,7 +216,7 @@ def test_the_domain_messages_the_pages_show_are_extracted_from_app() -> None:
     for message in (
         "problem set %(set)s is closed: it was due %(when)s",  # app/submissions/service.py
         "the current password is wrong",  # app/users/service.py
-        "this invitation link has expired; ask your instructor for a new one",  # app/users/invitations.py
+        "this invitation link has expired; ask your instructor for a new one",  # app/courses/invitations.py
         "your role in this offering (%(role)s) does not allow this (%(action)s)",  # app/courses/access.py
     ):
         assert message in messages, message

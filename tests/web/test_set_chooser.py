@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.courses import clock
+from app.courses import accounts, clock
 from app.courses import service as courses
 from app.courses.models import Assignment, Offering
-from app.users import service as users
 from app.users.models import Role
 from tests.app.conftest import Account
 from tests.courses.conftest import World, world  # noqa: F401
@@ -79,7 +78,9 @@ def test_one_offering_opens_the_set_and_none_is_not_found(client, world: World, 
     assert f'name="offering" value="{world.a}"' in page.text
 
     with sessions() as session:
-        user, password = users.create_user(session, email="nobody@example.com", role=Role.STUDENT, enroll_default=False)
+        user, password = accounts.create_user(
+            session, email="nobody@example.com", role=Role.STUDENT, enroll_default=False
+        )
         session.commit()
     client.cookies.clear()
     login(client, Account(user.id, user.email, password, ""))

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from app.courses import course_sets
 from app.courses import service as courses
 from app.courses.access import access_for
 from app.gradebook import bulk_regrade, trial_regrade
@@ -44,9 +45,8 @@ def _stored(sessions, slug: str, problem: str, rows: list[Row]) -> list[int]:  #
         attempts: Counter[int] = Counter()
         for user_id, payload, auto, manual in rows:
             attempts[user_id] += 1
-            kind = "code" if "code" in payload else "answers"
             sub = Submission(user_id=user_id, problem_set_version_id=version.id, assignment_id=assignment.id,
-                             problem_id=problem, kind=kind, payload=payload, status=Status.GRADED,
+                             problem_id=problem, payload=payload, status=Status.GRADED,
                              attempt=attempts[user_id])  # fmt: skip
             session.add(sub)
             session.flush()
@@ -79,7 +79,7 @@ def _numbers(text: str) -> tuple[int, int, int, float, Counter[tuple[str, str]]]
 
 def test_trial_of_a_code_problem_predicts_what_applying_then_does(client, world, sessions):  # type: ignore[no-untyped-def]  # noqa: F811
     with sessions() as session:  # codeset's checks, without running its gate here: the trial is what runs code
-        sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
+        course_sets.load_dir(session, root=FIXTURE_SETS / "codeset", grader=None)
         session.commit()
     alice, bob = world.people["a:alice"].id, world.people["a:bob"].id
     # A grader bug stored alice's right program at 0 (her hand-given 0.5 stays) and bob's product at 1.
@@ -173,7 +173,7 @@ def test_a_selection_past_the_cap_is_tried_in_part_and_says_so(client, world, se
     spec = (root / "problemset.yaml").read_text(encoding="utf-8")
     (root / "problemset.yaml").write_text(spec.replace('version: "1"', 'version: "2"'), encoding="utf-8")
     with sessions() as session:
-        sets.load_dir(session, root=root, grader=None)
+        course_sets.load_dir(session, root=root, grader=None)
         session.commit()
     again = client.get(started.headers["location"] + "/live").text
     assert "current version is now 2: applying grades against it, not against version 1 that this trial" in again

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from fastapi.testclient import TestClient
 
-from app.users import service as users
+from app.courses import accounts as account_service
 from app.users.models import Role
 from tests.conftest import FIXTURE_SETS
 from tests.web.conftest import login
@@ -65,7 +65,7 @@ def test_code_set_upload_shows_the_gates_progress(client, accounts, as_instructo
 
     # Another instructor of the same offering gets a 404 for this upload's pages; a student has no such pages.
     with sessions() as session:
-        _, password = users.create_user(session, email="second@example.com", role=Role.INSTRUCTOR)
+        _, password = account_service.create_user(session, email="second@example.com", role=Role.INSTRUCTOR)
         session.commit()
     for email, secret, status in (
         ("second@example.com", password, 404),

@@ -1,7 +1,8 @@
-"""A new answer kind and a new problem kind, each added through its table alone (the recipes of docs/extending.md).
+"""A new answer kind and a new problem kind, each added through its table alone (docs/extending.md's recipes).
 
-Nothing outside the registration is touched: the problem-set parser, the validator, the grader entry point and the
-student view all learn the new kind from the tables.
+Nothing outside the registration is touched: the problem-set parser, the validator, the grader entry point, the
+student view and the released answer key all learn the new kind from the tables. test_recipes.py follows the
+recipes themselves, file by file, in a copy of graders/.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from pydantic import Field
 from graders.answers.normalize import precheck, right, wrong
 from graders.answers.registry import ANSWER_KINDS, AnswerKind, register_answer_kind
 from graders.answers.specs import AnswerSpec
-from graders.grade import check_payload, grade_submission, problem_view, validate_set
+from graders.grade import answer_key, check_payload, grade_submission, problem_view, validate_set
 from graders.kinds import PROBLEM_KINDS, PayloadInvalid, register_problem_kind
 from graders.kinds.answers import FillInKind
-from graders.model import PROBLEM_MODELS, ProblemBase
+from graders.model import PROBLEM_MODELS, ProblemBase, register_problem_model
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import load_problem_set
 from graders.results import CheckResult, GradeResult, PartResult, Verdict, verdict_from_checks
@@ -43,11 +44,24 @@ def grade_parity(submitted: str, spec: ParitySpec) -> PartResult:
     return right(str(value)) if (value % 2 == 0) == spec.even else wrong("wrong parity")
 
 
+def parity_key(spec: ParitySpec) -> str:
+    return "an even number" if spec.even else "an odd number"
+
+
 @pytest.fixture
 def parity_kind() -> Iterator[AnswerKind]:
-    kind = register_answer_kind(AnswerKind(ParitySpec, grade_parity, "a whole number, e.g. 7"))
+    kind = register_answer_kind(AnswerKind(ParitySpec, grade_parity, "a whole number, e.g. 7", key=parity_key))
     yield kind
     del ANSWER_KINDS["parity"]
+
+
+def test_an_answer_kind_without_an_answer_field_must_say_its_key() -> None:
+    # Otherwise a released answer key would be silently empty for every part of the kind.
+    with pytest.raises(ValueError, match="ParitySpec has no 'answer' field, so give AnswerKind a key"):
+        register_answer_kind(AnswerKind(ParitySpec, grade_parity, "a whole number, e.g. 7"))
+    with pytest.raises(ValueError, match="aliases names 'answers', not a field of its spec"):
+        register_answer_kind(AnswerKind(ParitySpec, grade_parity, "a number", key=parity_key, aliases="answers"))
+    assert "parity" not in ANSWER_KINDS
 
 
 def _write_set(root: Path, problems_yaml: str) -> Path:
@@ -86,6 +100,8 @@ def test_a_registered_answer_kind_loads_validates_grades_and_shows(tmp_path: Pat
 
     part = problem_view(loaded.spec.problems[0], loaded, 2.0)["parts"][0]
     assert part == {"id": "b1", "kind": "parity", "points": 2.0, "hint": "a whole number, e.g. 7", "widget": "line"}
+    assert answer_key(loaded.spec.problems[0]) == {"b1": "an even number"}
+    assert not parity_kind.takes_aliases and parity_kind.normalized(" 12 ", loaded.spec.problems[0].parts[0]) == "12"
 
 
 def test_a_wrong_accept_case_of_a_new_kind_refuses_the_set(tmp_path: Path, parity_kind: AnswerKind) -> None:
@@ -109,6 +125,7 @@ class OrderingProblem(ProblemBase):
 
 class OrderingKind(FillInKind):
     model = OrderingProblem
+    takes_aliases = False  # its one part is not a list in problemset.yaml that an alias could join
 
     def parts(self, problem: Any) -> list[AnswerSpec]:
         return []  # graded as a whole below, not part by part
@@ -128,9 +145,17 @@ class OrderingKind(FillInKind):
 
 @pytest.fixture
 def ordering_kind() -> Iterator[None]:
+    register_problem_model(OrderingProblem)  # in the tree: the list at the bottom of graders/model.py
     register_problem_kind(OrderingKind())
     yield
     del PROBLEM_KINDS["ordering"], PROBLEM_MODELS["ordering"]
+
+
+def test_a_problem_kind_whose_model_the_set_model_does_not_know_is_refused() -> None:
+    # Registering the model only with the behaviour would make loading a set depend on importing graders.kinds.
+    with pytest.raises(ValueError, match="register OrderingProblem with the problem-set model first"):
+        register_problem_kind(OrderingKind())
+    assert "ordering" not in PROBLEM_KINDS
 
 
 ORDERING_SET = """\

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
+from app.courses import accounts
 from app.deps import CurrentUser, RowId, SessionDep, SessionUser
 from app.error_format import error_responses
 from app.errors import Unauthorized
@@ -60,7 +61,7 @@ def update_me(body: UserUpdate, user: CurrentUser, session: SessionDep) -> UserP
 @router.post("/tokens", response_model=TokenCreated, status_code=201)
 def create_token(body: TokenCreate, user: SessionUser, session: SessionDep) -> TokenCreated:
     """Create an API token for CI; the token is in the response once and is stored only hashed."""
-    token, plain = service.create_token(
+    token, plain = accounts.create_token(
         session, user=user, name=body.name, scopes=body.scopes, expires_at=body.expires_at, offering_id=body.offering
     )
     session.commit()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy.orm import Session
 
 from app.courses import clock
 from app.courses.models import Assignment
-from app.courses.policy import policy_for
+from app.courses.policy import Policy, policy_for
 from app.courses.service import member_of
 from app.submissions.models import Submission
 from graders.model import ProblemSetSpec
@@ -26,4 +27,9 @@ def grading_penalties(session: Session, sub: Submission, spec: ProblemSetSpec) -
     member = member_of(session, assignment.offering_id, sub.user_id) if assignment is not None else None
     started = clock.started_at(session, assignment, sub.user_id)
     policy = policy_for(assignment, spec, sub.problem_id, member, started_at=started)
-    return Penalties(late=policy.late_penalty(sub.created_at), decay=policy.decay(sub.attempt))
+    return penalties_of(policy, created_at=sub.created_at, attempt=sub.attempt)
+
+
+def penalties_of(policy: Policy, *, created_at: datetime, attempt: int) -> Penalties:
+    """The penalties under a policy already worked out (the owner's, with their clock's start)."""
+    return Penalties(late=policy.late_penalty(created_at), decay=policy.decay(attempt))

@@ -23,12 +23,12 @@ from sqlalchemy.orm import Session
 from app import mail
 from app.config import Settings
 from app.courses import service as courses
+from app.courses.accounts import create_user
 from app.courses.models import Membership, MemberStatus
 from app.db import utcnow
 from app.errors import N_, Conflict, DomainError, Forbidden, Invalid
 from app.security import hash_token
 from app.users.models import Invitation, Role, User
-from app.users.service import create_user
 
 LINK_PATH = "/invite/"
 HAS_ACCOUNT = N_("%(email)s is not waiting for an invitation (a member already, or dropped)")

@@ -23,7 +23,7 @@ from app.submissions.gradescope import GradescopeResults, from_public
 from app.submissions.intake import parse_api_body
 from app.submissions.models import Source
 from app.submissions.presenter import submission_public, submission_summary
-from app.submissions.release import SealCache, seal_for
+from app.submissions.release import SealCache, is_full, seal_for, seal_of_new
 from app.submissions.schemas import SubmissionCreate, SubmissionPublic, SubmissionSummary
 
 log = logging.getLogger(__name__)
@@ -90,11 +90,11 @@ async def create_submission(
     user = principal.user
 
     def store() -> tuple[int, SubmissionPublic | None]:
-        # One trip to a worker thread: store, then grade a fill-in answer here (app/worker/inline.py) or hand the
-        # submission to the workers.
+        # One trip to a worker thread: store, grading a fill-in answer here first (app/worker/inline.py), or hand
+        # the submission to the workers.
         inline = request.app.state.runtime.inline
         with request.app.state.runtime.write_gate, request.app.state.session_factory() as session:
-            sub, created = service.create(
+            stored = service.store(
                 session,
                 settings=settings,
                 user=user,
@@ -106,19 +106,19 @@ async def create_submission(
                 code=body.code,
                 source=source,
                 idempotency_key=idempotency_key,
-                not_before=inline.not_before(),
+                inline=inline if inline.enabled else None,
             )
-            sub_id = sub.id  # a failed inline grading rolls back, which expires the instance
-            if not created:
-                return sub_id, None
-            if inline.try_grade(session, sub):
+            sub = stored.submission
+            if not stored.created:
+                return sub.id, None
+            if stored.graded:
                 loaded = loaded_version(settings, sub.problem_set_version)
-                seal = seal_for(session, sub, principal.access, loaded.spec)
-                return sub_id, submission_public(sub, loaded, seal=seal)
-            if inline.enabled:
-                inline.release(session, sub_id)
-        _dispatch(request, sub_id)
-        return sub_id, None
+                full = sub.grade is not None and is_full(sub.grade.auto_score, sub.grade.max_score)
+                seal = seal_of_new(session, principal.access, sub, loaded.spec, assignment=stored.assignment,
+                                   member=stored.member, full_now=full)  # fmt: skip
+                return sub.id, submission_public(sub, loaded, seal=seal)
+        _dispatch(request, sub.id)
+        return sub.id, None
 
     sub_id, graded = await run_in_threadpool(store)
     note(request, submission_id=sub_id, problem_set=body.problem_set, problem=body.problem)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response, UploadFile
 from sqlalchemy import select
 
-from app.courses import roster, service
+from app.courses import invitations, roster, service
 from app.courses.models import Assignment, Course, MemberRole, Offering
 from app.courses.permissions import Action
 from app.courses.schemas import (
@@ -45,7 +45,6 @@ from app.gradebook.overrides import affected_users, rescore
 from app.gradebook.schemas import Gradebook
 from app.lti.passback import requeue_held
 from app.problemsets.models import ProblemSetVersion
-from app.users import invitations
 from graders.input_limits import MAX_CSV_BYTES
 
 router = APIRouter(tags=["courses"])

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Path, Query, Request, Response, UploadFile
 from starlette.concurrency import run_in_threadpool
 
-from app.courses import clock
+from app.courses import clock, course_sets
 from app.courses import service as courses
 from app.courses.models import Assignment
 from app.courses.permissions import Action
@@ -203,7 +203,7 @@ async def add_alias(
 
     def work() -> UploadResult:
         with request.app.state.session_factory() as session:
-            edit = aliases.prepare(session, settings, access, slug, body.offering, alias)
+            edit = course_sets.prepare_alias(session, settings, access, slug, body.offering, alias)
             mine = access.offerings(Action.UPLOAD)
             version, report, created = service.upload(
                 session,
