@@ -1,9 +1,10 @@
 """Calling the student's attention function through the proxy and checking what comes back.
 
 Everything the jail reports is data the student controls, including the messages of the exceptions their code
-raises. ``student_message`` is the one place such a message is turned into feedback: for a hidden check it names
-only a builtin exception type and shows no message (graders.code.sanitise), so a submission cannot exfiltrate
-hidden inputs by raising ``ValueError(repr(q.tolist()))`` or an exception class named after them.
+raises. ``student_message`` turns such an exception into feedback through graders.code.sanitise.TrustedText: for a
+hidden check "an exception", with neither its type nor its message, so a submission cannot exfiltrate hidden inputs
+by raising ``ValueError(repr(q.tolist()))``, a class named after them, or a builtin chosen by them.
+``ReturnedPair`` screens what came back before any check computes on it (odd values get student words).
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ from graders.code.check_api import (
     GraderWordedError,
     StudentError,
     StudentProxy,
+    TrustedText,
     Visibility,
-    exception_name,
-    raised,
 )
 
 INPLACE_AUTOGRAD = "a leaf Variable that requires grad is being used in an in-place operation"
@@ -32,16 +32,17 @@ INPLACE_MESSAGE = (
 
 
 def student_message(err: StudentError, *, visible: bool) -> str:
-    """The exception for feedback (graders.code.sanitise.raised); in-place edits of the inputs are named.
+    """The exception for feedback (graders.code.sanitise.TrustedText); in-place edits of the inputs are named.
 
     The in-place test reads the student's message, which the student could fake: the feedback is fixed words
-    either way, so faking it gains nothing.
+    either way (one bit in a hidden check: in place or not), so faking it gains nothing.
     """
     if isinstance(err, GraderWordedError):  # a limit the grader names in its own words
         return f"{err.type_name}: {err.message}"
+    text = TrustedText(visible)
     if INPLACE_AUTOGRAD in err.message:
-        return f"{exception_name(err.type_name, visible=visible)} from autograd: {INPLACE_MESSAGE}"
-    return raised(err.type_name, err.message, visible=visible)
+        return f"{text.exception_name(err.type_name)} from autograd: {INPLACE_MESSAGE}"
+    return text.raised(err.type_name, err.message)
 
 
 def is_visible(visibility: str) -> bool:
@@ -49,8 +50,17 @@ def is_visible(visibility: str) -> bool:
     return Visibility(visibility) is Visibility.VISIBLE
 
 
-def student_raised(entry: str, case: AttentionCase, err: StudentError, *, visible: bool = False) -> CheckFailed:
-    return CheckFailed(f"{entry}({case.describe()}) raised {student_message(err, visible=visible)}")
+class StudentRaised(CheckFailed):
+    """The call raised: trusted feedback, and the type kept on the trusted side only (a check may ask "was it
+    ValueError?" to add fixed words, one bit; the type itself never reaches a hidden check's feedback)."""
+
+    def __init__(self, feedback: str, type_name: str) -> None:
+        super().__init__(feedback)
+        self.type_name = type_name
+
+
+def student_raised(entry: str, case: AttentionCase, err: StudentError, *, visible: bool = False) -> StudentRaised:
+    return StudentRaised(f"{entry}({case.describe()}) raised {student_message(err, visible=visible)}", err.type_name)
 
 
 def as_pair(result: Any, entry: str, case: AttentionCase, *, visible: bool = False) -> tuple[Any, Any]:
@@ -71,21 +81,45 @@ def expected_shapes(case: AttentionCase) -> tuple[tuple[int, ...], tuple[int, ..
     return (b, h, tq, dv), (b, h, tq, tk)
 
 
+class ReturnedPair:
+    """The one screen of what the student's function returned, before any check computes on it.
+
+    A check's own code must never raise on a student's value (an empty or 0-dim tensor, a bool tensor, NaN): that
+    would read "the check could not evaluate your function's result" and write a WARNING line to the service log
+    for any student who asks. So every pair is screened here into student words (CheckFailed): both tensors, real
+    floating point, 4-D and not empty -- and, unless a check diagnoses the raw pair (``exact=False``: transposed
+    weights), of exactly the expected shapes. NaN and inf pass the screen: ``compare`` words them.
+    """
+
+    def __init__(self, entry: str, case: AttentionCase, *, visible: bool = False) -> None:
+        self.entry, self.case, self.visible = entry, case, visible
+
+    def fail(self, problem: str) -> CheckFailed:
+        return CheckFailed(f"{self.entry}({self.case.describe()}): {problem}")
+
+    def screen(self, out: Any, weights: Any, *, exact: bool = True) -> tuple[Tensor, Tensor]:
+        for what, value, shape in zip(("output", "weights"), (out, weights), expected_shapes(self.case), strict=True):
+            if not isinstance(value, Tensor):
+                raise self.fail(f"{what} should be a tensor, got {type(value).__name__}")
+            if exact and tuple(value.shape) != shape:
+                got = f"shape {tuple(value.shape)}" if self.visible else "the wrong shape"
+                raise self.fail(
+                    f"{what} has {got}, expected {shape} (B, H, Tq, Dv) for the output and (B, H, Tq, Tk) for the "
+                    "weights"
+                )
+            if value.dim() != 4 or value.numel() == 0:
+                raise self.fail(f"{what} should be a non-empty 4-D tensor, expected shape {shape}")
+            if value.is_complex() or not value.is_floating_point():
+                raise self.fail(f"{what} should be a real floating-point tensor, got dtype {value.dtype}")
+        assert isinstance(out, Tensor) and isinstance(weights, Tensor)
+        return out.detach().cpu(), weights.detach().cpu()
+
+
 def check_pair_shapes(
     out: Any, weights: Any, entry: str, case: AttentionCase, *, visible: bool = False
 ) -> tuple[Tensor, Tensor]:
-    """Both tensors with the right shapes, or CheckFailed naming the first wrong one."""
-    for what, value, shape in zip(("output", "weights"), (out, weights), expected_shapes(case), strict=True):
-        if not isinstance(value, Tensor):
-            raise CheckFailed(f"{entry}({case.describe()}): {what} should be a tensor, got {type(value).__name__}")
-        if tuple(value.shape) != shape:
-            got = f"shape {tuple(value.shape)}" if visible else "the wrong shape"
-            raise CheckFailed(
-                f"{entry}({case.describe()}): {what} has {got}, expected {shape} "
-                "(B, H, Tq, Dv) for the output and (B, H, Tq, Tk) for the weights"
-            )
-    assert isinstance(out, Tensor) and isinstance(weights, Tensor)
-    return out.detach().cpu(), weights.detach().cpu()
+    """Both tensors with the right shapes (ReturnedPair.screen), or CheckFailed naming the first wrong one."""
+    return ReturnedPair(entry, case, visible=visible).screen(out, weights)
 
 
 def call_attention(
@@ -101,8 +135,4 @@ def call_attention(
     except StudentError as err:
         raise student_raised(entry, case, err, visible=visible) from None
     out, weights = as_pair(result, entry, case, visible=visible)
-    if not check_shapes:
-        if not isinstance(out, Tensor) or not isinstance(weights, Tensor):
-            raise CheckFailed(f"{entry}({case.describe()}) must return two tensors (output, weights)")
-        return out.detach().cpu(), weights.detach().cpu()
-    return check_pair_shapes(out, weights, entry, case, visible=visible)
+    return ReturnedPair(entry, case, visible=visible).screen(out, weights, exact=check_shapes)

@@ -100,7 +100,8 @@ def mismatch(
     err = torch.where(torch.isnan(err), torch.full_like(err, float("inf")), err)
     significant = e.abs() > atol
     rel = torch.where(significant, err / e.abs().clamp_min(atol), torch.zeros_like(err))
-    excess = torch.where(bad, err - (atol + rtol * e.abs()), torch.full_like(err, -1.0))
+    # NaN on both sides (the student's two functions compared with each other) is the worst, never a NaN maximum.
+    excess = torch.where(bad, err - (atol + rtol * e.abs()), torch.full_like(err, -1.0)).nan_to_num(nan=math.inf)
     worst = first_index(excess == excess.max())
     return Mismatch(what, float(err.max()), float(rel.max()), worst, dtype_name(actual), rtol, atol, against)
 

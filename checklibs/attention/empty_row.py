@@ -7,10 +7,10 @@ from functools import partial
 import torch
 
 from checklibs.attention.basic import attention_probe, gate, no_probe
-from checklibs.attention.calling import as_pair, is_visible, student_message
+from checklibs.attention.calling import as_pair, is_visible
 from checklibs.attention.inputs import AttentionCase, random_case
 from checklibs.attention.tally import Tally
-from graders.code.check_api import CheckFailed, CheckFunc, StudentError, StudentProxy, check
+from graders.code.check_api import CheckFailed, CheckFunc, StudentError, StudentProxy, TrustedText, check
 
 
 def empty_row_cases() -> list[AttentionCase]:
@@ -40,7 +40,7 @@ def expect_value_error(student: StudentProxy, entry: str, case: AttentionCase, *
         result = student.call(entry, *case.args, **case.kwargs)
     except StudentError as err:
         if err.type_name != "ValueError":
-            raise CheckFailed(f"raised {student_message(err, visible=visible)}; expected ValueError") from None
+            raise CheckFailed(f"raised {TrustedText(visible).instead_of(err.type_name, 'ValueError')}") from None
         return
     _, weights = as_pair(result, entry, case)
     if isinstance(weights, torch.Tensor) and bool(torch.isnan(weights).any()):

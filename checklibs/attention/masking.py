@@ -12,7 +12,7 @@ from functools import partial
 import torch
 from torch import Tensor
 
-from checklibs.attention.calling import call_attention, is_visible
+from checklibs.attention.calling import StudentRaised, call_attention, is_visible
 from checklibs.attention.compare import compare, first_index, is_close, magnitude, nonfinite_problem
 from checklibs.attention.inputs import AttentionCase, random_case
 from checklibs.attention.reference import allowed_keys, masked_softmax, reference_attention, scaled_scores
@@ -144,8 +144,8 @@ def check_mask_case(student: StudentProxy, entry: str, case: AttentionCase, *, v
     ref_out, ref_w = reference_attention(case.q, case.k, case.v, case.key_valid, case.causal)
     try:
         out, weights = call_attention(student, entry, case, visible=visible)
-    except CheckFailed as err:
-        if "raised ValueError" in err.feedback:
+    except StudentRaised as err:
+        if err.type_name == "ValueError":  # fixed words, whatever the message: one bit
             hint = CAUSAL_RAISED if case.key_valid is None else KEY_VALID_RAISED
             raise CheckFailed(err.feedback + hint) from None
         raise

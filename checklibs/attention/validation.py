@@ -7,9 +7,10 @@ from functools import partial
 from torch import Tensor
 
 from checklibs.attention.basic import attention_probe, gate, no_probe
+from checklibs.attention.calling import is_visible
 from checklibs.attention.inputs import AttentionCase, generator, randn
 from checklibs.attention.tally import Tally
-from graders.code.check_api import CheckFailed, CheckFunc, StudentError, StudentProxy, check
+from graders.code.check_api import CheckFailed, CheckFunc, StudentError, StudentProxy, TrustedText, check
 
 
 def validation_cases() -> list[AttentionCase]:
@@ -28,14 +29,14 @@ def validation_cases() -> list[AttentionCase]:
     ]
 
 
-def expect_value_error(student: StudentProxy, entry: str, case: AttentionCase) -> None:
+def expect_value_error(student: StudentProxy, entry: str, case: AttentionCase, *, visible: bool = False) -> None:
+    """Passes when the call raised ValueError; a hidden check says only whether it did (TrustedText.instead_of)."""
     try:
         student.call(entry, *case.args, **case.kwargs)
     except StudentError as err:
         if err.type_name != "ValueError":
-            raise CheckFailed(
-                f"raised {err.type_name} instead of ValueError; check the shapes yourself before computing"
-            ) from None
+            wrong = TrustedText(visible).instead_of(err.type_name, "ValueError")
+            raise CheckFailed(f"raised {wrong}; check the shapes yourself before computing") from None
         return
     raise CheckFailed("returned normally; expected ValueError")
 
@@ -53,7 +54,8 @@ def validation_check(
     With ``basic`` (the default) the points need correct results on a basic case first (basic.gate): raising on
     bad shapes is worth nothing in a function that computes nothing.
     """
-    probe = attention_probe(entry) if basic else no_probe
+    visible = is_visible(visibility)
+    probe = attention_probe(entry, visible=visible) if basic else no_probe
 
     @check(points=points, category="validation", visibility=visibility, name=name)
     def validation(student: StudentProxy) -> str | None:
@@ -62,7 +64,8 @@ def validation_check(
         def body() -> str:
             tally = Tally("input validation")
             for case in validation_cases():
-                tally.run(f"{case.label} ({case.describe()})", partial(expect_value_error, student, entry, case))
+                expect = partial(expect_value_error, student, entry, case, visible=visible)
+                tally.run(f"{case.label} ({case.describe()})", expect)
             return tally.finish()
 
         return gate(student, probe, body)

@@ -14,8 +14,9 @@ engine's own and may change without notice. docs/check-authoring.md describes ea
   ``TrustedFunction`` / ``ArgumentRejected`` (a function of the check's the student's code may call).
 - Timing: ``StudentProxy.time``, ``time_reference`` and ``timing_session``, which return ``Timing``, ``TimedCall``
   and ``TimingSession``.
-- Trusted feedback: ``raised``, ``exception_name`` and ``sanitise`` turn what the student's code raised into text a
-  hidden check may show (trusted words only), a visible one at most ``VISIBLE_MESSAGE_CHARS`` of its message.
+- Trusted feedback: ``TrustedText`` (and its one-call forms ``raised``, ``exception_name``, ``sanitise``) turns
+  what the student's code raised into text a hidden check may show ("an exception": no type, no message), a
+  visible one its type and at most ``VISIBLE_MESSAGE_CHARS`` of its message.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from graders.code.checks import (
     check,
     spec_of,
 )
-from graders.code.sanitise import VISIBLE_MESSAGE_CHARS, exception_name, raised, sanitise
+from graders.code.sanitise import VISIBLE_MESSAGE_CHARS, TrustedText, exception_name, raised, sanitise
 from graders.results import CATEGORIES, Visibility
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "Timing",
     "TimingSession",
     "TrustedFunction",
+    "TrustedText",
     "Visibility",
     "check",
     "exception_name",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from graders.code import verdicts
 from graders.code.checks import CheckFailed, CheckSpec, GraderWordedError, StudentError
 from graders.code.proxy import BadReturnValue, CheckBudgetExceeded, CheckUsageError, SandboxProxy
-from graders.code.sanitise import raised
+from graders.code.sanitise import TrustedText
 from graders.model import CodeProblem
 from graders.results import CheckResult, GradeResult, Verdict, Visibility
 from graders.sandbox import codec
@@ -194,7 +194,7 @@ def _run_one_sharing(
     except RunEnded as exc:
         if not fresh and exc.cause != "timeout":
             return None, True
-        text = EXITED_HIDDEN if exc.cause == "exited" else exc.message  # the others are the grader's words
+        text = TrustedText(spec.visibility is Visibility.VISIBLE).ended(exc.message)  # no cause: how is a bit
         return CheckOutcome(_result(spec, 0.0, text, 0.0), None, RunEnded(exc.cause, text)), True
     if outcome.failure == verdicts.MEMORY and not fresh:  # what earlier checks kept may be what ran out
         return None, True
@@ -205,8 +205,6 @@ BAD_RETURN_HIDDEN = (
     "your function returned a value that cannot be checked: return plain tensors, numbers, strings, booleans, None, "
     "or lists, tuples and dicts of them"
 )
-# The one way a run ends whose message the student's code chooses: its exit status or the signal that killed it.
-EXITED_HIDDEN = "your code's process ended (it exited or was killed)"
 
 
 @contextlib.contextmanager
@@ -265,6 +263,7 @@ def run_check(spec: CheckSpec, proxy: SandboxProxy) -> CheckOutcome:
     """Run one check; every exception but RunEnded becomes a failed (or partial) result."""
     start = time.perf_counter()
     visible = spec.visibility is Visibility.VISIBLE
+    text = TrustedText(visible)
 
     def done(fraction: float, feedback: str, failure: str | None = None) -> CheckOutcome:
         return CheckOutcome(_result(spec, fraction, feedback, time.perf_counter() - start), failure)
@@ -282,13 +281,11 @@ def run_check(spec: CheckSpec, proxy: SandboxProxy) -> CheckOutcome:
     except GraderWordedError as exc:
         return done(0.0, f"your function raised {exc.type_name}: {exc.message}", verdicts.RAISED)
     except StudentError as exc:
-        memory = verdicts.is_memory_error(exc.type_name, exc.message)
-        if memory and not visible:
-            return done(0.0, "your function ran out of memory", verdicts.MEMORY)
-        kind = verdicts.MEMORY if memory else verdicts.RAISED
-        return done(0.0, f"your function raised {raised(exc.type_name, exc.message, visible=visible)}", kind)
+        # A hidden check words a MemoryError like any exception (how it failed would be a bit of the student's).
+        kind = verdicts.MEMORY if verdicts.is_memory_error(exc.type_name, exc.message) else verdicts.RAISED
+        return done(0.0, f"your function raised {text.raised(exc.type_name, exc.message)}", kind)
     except CheckBudgetExceeded as exc:
-        return done(0.0, str(exc), verdicts.TIMEOUT)
+        return done(0.0, text.ended(str(exc)), verdicts.TIMEOUT)
     except CheckUsageError as exc:
         log.error("check %s misused the sandbox: %s", spec.name, loggable(exc))
         return done(0.0, "the check could not run (an error in the check, not in your code)", verdicts.CHECK_ERROR)

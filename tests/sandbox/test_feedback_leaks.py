@@ -15,6 +15,7 @@ def test_hidden_check_shows_none_of_the_students_exception_text(grader) -> None:
     result = support.grade(grader, support.attack_source(EXFILTRATE))
     hidden = next(c for c in result.checks if c.name == "add_tensors")
     assert not hidden.passed
-    assert "ValueError" in hidden.feedback  # the student still learns what raised, but none of its text
+    assert "raised an exception" in hidden.feedback  # that it raised, but neither its type (~5.7 bits) nor its text
+    assert "ValueError" not in hidden.feedback
     assert "LEAK" not in hidden.feedback and "0.0" not in hidden.feedback
     support.assert_healthy(grader)

@@ -12,7 +12,7 @@ from typing import Any
 
 from graders.code.checks import CheckFailed, CheckSpec
 from graders.code.runner import CodeGrader
-from graders.code.slot_grading import EXITED_HIDDEN
+from graders.code.sanitise import DID_NOT_FINISH
 from graders.results import Visibility
 from tests.sandbox import support
 
@@ -58,7 +58,7 @@ def test_a_crash_on_one_hidden_input_costs_that_check_alone(grader: CodeGrader) 
     result = _grade(grader, source, [_spec(f, v) for f, v in CHECKS])
     by_name = {c.name: c for c in result.checks}
     assert [c.name for c in result.checks] == [f.__name__ for f, _ in CHECKS]  # the checks' order is kept
-    assert by_name["hidden_secret"].score == 0.0 and by_name["hidden_secret"].feedback == EXITED_HIDDEN
+    assert by_name["hidden_secret"].score == 0.0 and by_name["hidden_secret"].feedback == DID_NOT_FINISH
     lost = {c.name for c in result.checks if not c.passed}
     assert lost == {"hidden_secret"}, result.to_dict()  # the checks after it ran, in a fresh child, and passed
     assert "exit status 3" not in str(result.to_dict())

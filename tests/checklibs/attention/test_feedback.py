@@ -40,7 +40,7 @@ CASES = [
     (gradient_check, "mutants/q5/float32_cast.py", "output is float32; keep the input dtype"),
     (gradient_check, "mutants/q5/scale_by_dv.py", "max rel error"),
     (empty_row_check, "mutants/q5/nan_instead_of_valueerror.py", "returned NaN weights instead of raising ValueError"),
-    (validation_check, "mutants/q5/no_input_validation.py", "instead of ValueError"),
+    (validation_check, "mutants/q5/no_input_validation.py", "other than ValueError"),
     (stability_check, "mutants/q5/naive_exp_softmax.py", "subtract each row's maximum"),
     (gradient_check, "mutants/q5/inplace_mutation.py", "your function modifies its inputs in place"),
     (gradient_check, "mutants/q5/inplace_hidden_from_probe.py", "your function modifies its inputs in place"),
@@ -148,10 +148,10 @@ def test_hidden_feedback_is_trusted_text_only():
     q = torch.randn(2, 2, 5, 4, dtype=torch.float64)
     message = f"LEAK q={q.flatten().tolist()!r} (line 4, in f)"
     assert sanitise(message, visible=False) == ""  # no student text at all, whatever it encodes
-    assert raised("ValueError", message, visible=False) == f"ValueError ({HIDDEN_NOTE})"
-    # A class named after a hidden value is not repeated: only builtin exception names are.
-    assert raised("q0=1.7512,0.1528", "x", visible=False).startswith("an exception of a class of its own")
-    assert exception_name("KeyError", visible=False) == "KeyError"
+    assert raised("ValueError", message, visible=False) == f"an exception ({HIDDEN_NOTE})"
+    # Neither a class named after a hidden value nor the choice of builtin is repeated (that is ~5.7 bits).
+    assert raised("q0=1.7512,0.1528", "x", visible=False) == f"an exception ({HIDDEN_NOTE})"
+    assert exception_name("KeyError", visible=False) == "an exception"
     assert exception_name("MyError", visible=True) == "MyError"
     assert raised("ValueError", "  shapes   differ ", visible=True) == "ValueError: shapes differ"
     assert len(sanitise("word " * 200, visible=True)) == VISIBLE_MESSAGE_CHARS
@@ -177,7 +177,7 @@ def test_an_in_place_error_from_autograd_is_named():
         "a leaf Variable that requires grad is being used in an in-place operation. (line 16, in scaled_attention)",
     )
     text = student_message(err, visible=False)
-    assert text.startswith("RuntimeError from autograd: your function modifies its inputs in place")
+    assert text.startswith("an exception from autograd: your function modifies its inputs in place")
     assert "q /= s" in text
 
 
