@@ -44,6 +44,11 @@ def test_correct_and_broken_uploads(client, accounts, code_set) -> None:  # type
     assert broken["status"] == "graded" and broken["final_score"] < 3.0
     failed = [c for c in broken["checks"] if not c["passed"]]
     assert failed and all(c["feedback"] for c in failed)
+    # How long a hidden check ran is not shown to the student (a sleep could spell a hidden input); staff see it.
+    durations = {c["visibility"]: c["duration_ms"] for c in ok["checks"]}
+    assert durations["hidden"] == 0.0 and durations["visible"] > 0
+    as_staff = client.get(f"/api/v1/submissions/{ok['id']}", headers=accounts["instructor"].headers).json()
+    assert all(c["duration_ms"] > 0 for c in as_staff["checks"])
 
 
 def test_syntax_error_is_a_student_verdict(client, accounts, code_set) -> None:  # type: ignore[no-untyped-def]
