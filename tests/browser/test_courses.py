@@ -119,11 +119,17 @@ def test_a_second_course_runs_through_the_pages(new_page: Any) -> None:
         expect(carol.get_by_role("heading", name="Answer key")).to_have_count(0)
         if attempt == 1:
             shot(carol, "45-q1-four-of-five")
+    # With no attempt left the page says so and Submit is disabled; a form sent anyway (the button enabled by a
+    # script) is still refused by the server.
     carol.goto(q1_url)
     q1 = carol.locator("#problem-q1")
+    submit = q1.get_by_role("button", name="Submit")
+    expect(submit).to_be_disabled()
+    expect(q1.locator("#q1-closed")).to_have_text("No attempts left: all 3 attempts are used.")
     for part, answer in Q1_FOUR_OF_FIVE.items():
         q1.locator(f"#q1-{part}").fill(answer)
-    q1.get_by_role("button", name="Submit").click()
+    submit.evaluate("b => { b.disabled = false; }")
+    submit.click()
     expect(carol.get_by_text("no attempts left at q1: all 3 are used")).to_be_visible()
     shot(carol, "46-q1-fourth-refused")
     carol.goto(f"/offerings/{offering_id}/grades")
