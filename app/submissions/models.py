@@ -97,6 +97,9 @@ class CheckResultRow(Base):
     feedback: Mapped[str] = mapped_column(Text, default="")
     visibility: Mapped[str] = mapped_column(String(16), default="visible")
     duration_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    # The feedback as codes with parameters (graders.words), for the pages to word in the viewer's language; None
+    # for plain text. Read as data from a stranger each time (graders.words.parse_words).
+    words: Mapped[dict[str, Any] | None] = mapped_column(StudentJSON, nullable=True, default=None)
 
     submission: Mapped[Submission] = relationship(back_populates="checks")
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from app.db import utcnow
 from app.submissions.models import CheckResultRow, Status, Submission, final_score_of, round_score
-from app.submissions.notebook import left_out_notice, with_cells
+from app.submissions.notebook import is_notebook_source, left_out_notice, with_cells
 from app.submissions.release import Seal
 from app.submissions.schemas import CheckPublic, SubmissionPublic, SubmissionSummary
 from graders.grade import answer_key
 from graders.problemset.likeness import behaves_like, failure_vector
 from graders.problemset.loader import LoadedSet
+from graders.words import parse_words
 
 
 def is_revealed(visibility: str, *, seal: Seal, now: datetime) -> bool:
@@ -36,6 +38,7 @@ def _check(r: CheckResultRow, *, open_: bool, seal: Seal, source: str | None) ->
             feedback="result shown after the due date",
             visibility=r.visibility,
             duration_ms=0.0,
+            words=None,
         )
     return CheckPublic(
         name=r.name,
@@ -45,6 +48,8 @@ def _check(r: CheckResultRow, *, open_: bool, seal: Seal, source: str | None) ->
         max_score=r.max_score,
         # A notebook's feedback cites "cell 7, line 3" rather than a line of the joined source.
         feedback=(with_cells(r.feedback, source) if source else r.feedback) if seal.feedback else _FEEDBACK_LATER,
+        # The words say what the text says; where the text was rewritten (a notebook's cells), the text alone.
+        words=_words(r, source) if seal.feedback else None,
         visibility=r.visibility,
         # How long a hidden check ran is a channel: a sleep chosen from a hidden input reads back ~10 bits a check.
         duration_ms=r.duration_ms if r.visibility == "visible" or seal.staff else 0.0,
@@ -126,6 +131,13 @@ def _bug_hint(sub: Submission, problem: object) -> dict[str, str] | None:
 
 
 _NOT_A_CHECK = "manual"  # a rubric row, not a check of the gate's matrix (as in app.gradebook.stats)
+
+
+def _words(r: CheckResultRow, source: str | None) -> dict[str, Any] | None:
+    if source is not None and is_notebook_source(source):
+        return None
+    words = parse_words(r.words)  # checked again: what a checker sent, stored
+    return words.to_wire() if words is not None and words.english() == r.feedback else None
 
 
 def _code_of(sub: Submission) -> str | None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -159,6 +160,11 @@ def job_labels(loaded: LoadedSet, problem_id: str) -> observe.JobLabels:
     return observe.JobLabels(loaded.spec.id, problem_id, problem.kind if problem is not None else "unknown")
 
 
+def storable_words(words: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Words for the JSON column, or None where they hold a NUL (which PostgreSQL refuses): the text then."""
+    return None if words is None or "\\u0000" in json.dumps(words) else words
+
+
 def result_rows(
     submission_id: int, result: GradeResult, penalties: Penalties, previous: Grade | None = None
 ) -> list[CheckResultRow | Grade]:
@@ -175,6 +181,7 @@ def result_rows(
             feedback=storable(check.feedback),
             visibility=str(check.visibility),
             duration_ms=check.duration_ms,
+            words=storable_words(check.words),
         )
         for position, check in enumerate(result.checks)
     ]

@@ -93,9 +93,13 @@ class Checker:
         torch.set_num_threads(1)
         try:
             feedback = spec.func(proxy)
-            return {"kind": "passed", "feedback": protocol.clip("" if feedback is None else str(feedback), 4000)}
+            return {"kind": "passed", **protocol.feedback_fields(feedback)}
         except CheckFailed as exc:
-            return {"kind": "failed", "feedback": protocol.clip(exc.feedback, 4000), "fraction": exc.score_fraction}
+            return {
+                "kind": "failed",
+                **protocol.feedback_fields(exc.words or exc.feedback),
+                "fraction": exc.score_fraction,
+            }
         except AssertionError as exc:
             return {"kind": "assertion", "message": protocol.clip(str(exc), 4000)}
         except RunEnded:

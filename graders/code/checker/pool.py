@@ -19,6 +19,7 @@ from graders.code.checker.host import CHECK_ENDED, CHECK_TIMED_OUT, CheckerGone,
 from graders.code.checks import CheckSpec
 from graders.code.proxy import CheckUsageError
 from graders.sandbox.config import SandboxConfig
+from graders.words import Words
 
 log = logging.getLogger(__name__)
 DESCRIBE = 0  # files are described by slot 0's checker: with one slot, a set needs one checker in all
@@ -33,7 +34,7 @@ class RemoteCheck:
     relative: str
     name: str
 
-    def __call__(self, proxy: Any) -> str | None:
+    def __call__(self, proxy: Any) -> str | Words | None:
         return self.pool.run(self, proxy)
 
 
@@ -86,7 +87,7 @@ class CheckerPool:
         except Exception as exc:  # the first grading in that slot starts it again and reports what fails
             log.info("could not warm a checker for %s: %s", relative, type(exc).__name__)
 
-    def run(self, check: RemoteCheck, proxy: Any) -> str | None:
+    def run(self, check: RemoteCheck, proxy: Any) -> str | Words | None:
         key = getattr(self._local, "slot", None)
         key = DESCRIBE if key is None else key
         spec = next(s for s in self.describe(check.root, check.relative) if s.name == check.name)
