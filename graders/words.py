@@ -51,7 +51,7 @@ def placeholders(template: str) -> set[str] | None:
 
 
 def _check_value(name: str, value: object, template: str) -> None:
-    conversion = template[template.index(f"%({name})") + len(name) + 2]
+    conversion = template[template.index(f"%({name})") + len(name) + 3]
     if conversion in "dg" and (type(value) not in (int, float) or not math.isfinite(value)):  # type: ignore[arg-type]
         raise BadWords(f"%({name}){conversion} needs a finite number")
     if type(value) is str and len(value) > VALUE_CHARS:

@@ -19,7 +19,7 @@ from gettext import NullTranslations
 
 from app.errors import N_
 from app.submissions.schemas import CheckPublic
-from graders.words import parse_words
+from graders.words import TEXT, parse_words
 
 # A decimal with more digits than a reader needs: 0.123456789, 1.0000001e-05, 12345.678 (integers stay as they are).
 _LONG_NUMBER = re.compile(
@@ -81,7 +81,8 @@ def _line(check: CheckPublic, by_name: dict[str, CheckPublic], tr: NullTranslati
             sentence = tr.gettext(NEEDS_PASSED) % {"check": words.needs}
         else:
             sentence = tr.gettext(NEEDS_FAILED) % {"check": words.needs}
-    head = split_feedback(sentence)
+    # An authored headline is one sentence as written; plain text made words (graders.words.TEXT) is split as text.
+    head = split_feedback(sentence) if words.headline.code == TEXT else Line(sentence, "")
     details = [d.render(tr.gettext) for d in words.details]
     return Line(head.sentence, round_numbers("\n".join([head.detail, *details]).strip()))
 
@@ -119,11 +120,13 @@ def summarize(checks: Sequence[CheckPublic], tr: NullTranslations | None = None)
             tr.ngettext("all %(num)d failing checks", "all %(num)d failing checks", n) % {"num": n},
             lines,
         )
-    # A failure repeating an earlier check's message (a basic case every later check needs) points back to it.
+    # A failure repeating an earlier check's message (a basic case every later check needs) points back to it; a
+    # check that waits on another says so itself (its line is already that short sentence).
     seen: dict[str, str] = {}
     out = []
     for c, line in zip(checks, lines, strict=True):
-        if c.passed is False and c.category != "manual" and c.feedback in seen:
+        waits = (words := parse_words(c.words)) is not None and words.needs is not None
+        if c.passed is False and c.category != "manual" and c.feedback in seen and not waits:
             out.append(Line(tr.gettext("same cause as %(check)s") % {"check": seen[c.feedback]}, ""))
             continue
         if c.passed is False:
