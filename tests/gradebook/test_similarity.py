@@ -5,6 +5,7 @@ solution counts as boilerplate; the CSV has every pair; students and other users
 from __future__ import annotations
 
 import csv
+import html
 import io
 import re
 import time
@@ -64,6 +65,13 @@ def _account(sessions, key: str) -> Account:  # type: ignore[no-untyped-def]
         return Account(user.id, user.email, password, token)
 
 
+def _pair_codes(pair_page: str) -> list[str]:
+    """The two files of a pair page, in its order (each side's heading names its student)."""
+    names = re.findall(r'<h2><a href="/submissions/\d+">([^<]+)</a>', pair_page)
+    by_email = {"alice": ORIGINAL, "bob": NEAR_COPY}
+    return [next(code for key, code in by_email.items() if key in name) for name in names]
+
+
 def _submit(client, account, code: str) -> None:  # type: ignore[no-untyped-def]
     body = {"problem_set": "codeset", "problem": "c1", "code": code}
     resp = client.post("/api/v1/submissions", params={"wait": 60}, json=body, headers=account.headers).json()
@@ -99,7 +107,13 @@ def test_the_near_copy_is_on_top_with_its_shared_code_marked(client, accounts, s
     assert all("dave@example.com" not in row[:2] for row in rows)  # the reference's own code is boilerplate
 
     pair = client.get(f"{report_url}/pairs/0").text
-    assert pair.count("<mark>") >= 2 and "broadcast_tensors" in pair
+    sides = re.findall(r'<pre class="code similarity-code">(.*?)</pre>', pair, re.DOTALL)
+    assert len(sides) == 2, pair
+    for side, code in zip(sides, _pair_codes(pair), strict=True):
+        assert html.unescape(re.sub(r"</?mark>", "", side)) == code  # the whole file, in order
+        shared = html.unescape("".join(re.findall(r"<mark>(.*?)</mark>", side, re.DOTALL)))
+        assert "broadcast_tensors" in shared and "isinstance" in shared, side  # the copied body is marked
+        assert 0.5 * len(code) < len(shared) < len(code), side  # most of it, not all of it
     table = list(csv.DictReader(io.StringIO(client.get(f"{report_url}/csv").text)))
     assert {table[0]["email_a"], table[0]["email_b"]} == {"alice@example.com", "bob@example.com"}
     assert len(table) == len(rows)
