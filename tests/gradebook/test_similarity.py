@@ -7,7 +7,11 @@ from __future__ import annotations
 import csv
 import html
 import io
+import json
+import os
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -17,7 +21,7 @@ from app.gradebook.similarity import Entry, marked, similar_pairs
 from app.users.models import Role
 from tests.app.conftest import Account
 from tests.app.test_problemset_upload import upload, zip_dir
-from tests.conftest import FIXTURE_SETS
+from tests.conftest import FIXTURE_SETS, REPO
 from tests.web.conftest import csrf_of, login
 
 ORIGINAL = '''\
@@ -139,3 +143,27 @@ def test_pairs_and_marks_without_a_server() -> None:
     alone = similar_pairs([Entry(1, "a", "a@x", 1, REFERENCE_LIKE), Entry(2, "b", "b@x", 2, REFERENCE_LIKE)],
                           [REFERENCE_LIKE])  # fmt: skip
     assert alone == []
+
+
+_REPORT_IN_A_PROCESS = """
+import json
+from app.gradebook.similarity import Entry, similar_pairs
+from tests.gradebook.test_similarity import NEAR_COPY, ORIGINAL, OWN_WORK, REFERENCE_LIKE
+entries = [Entry(1, "a", "a@x", 1, ORIGINAL), Entry(2, "b", "b@x", 2, NEAR_COPY), Entry(3, "c", "c@x", 3, OWN_WORK),
+           Entry(4, "d", "d@x", 4, OWN_WORK.replace("result", "acc") + ORIGINAL)]
+print(json.dumps([[p.a.name, p.b.name, p.score, p.tokens, p.slices_a, p.slices_b]
+                  for p in similar_pairs(entries, [REFERENCE_LIKE])]))
+"""
+
+
+def test_a_report_is_the_same_in_every_process() -> None:
+    """copydetect hashes k-grams with Python's salted hash(); the report uses a stable hash, so a restarted server
+    (another PYTHONHASHSEED) scores the same class the same, to the marked character."""
+    outputs = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
+        done = subprocess.run([sys.executable, "-c", _REPORT_IN_A_PROCESS], env=env, cwd=REPO, capture_output=True,
+                              text=True, timeout=120, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        outputs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert outputs[0] and outputs[0] == outputs[1] == outputs[2], outputs
