@@ -95,7 +95,8 @@ def validate_set(
 
     ``max_grading_s``: the longest the service lets one grading run (its lease); code problems whose checks could
     take longer are refused. ``variants`` runs the generators of parameterised problems (the set's checker), whose
-    gate draws ``variant_draws`` variants; without it they are noted as not checked. ``only``: these problem ids alone (a code problem's points import its checks, and so
+    gate draws ``variant_draws`` variants; without it they are noted as not checked. ``only``: these problem ids
+    alone (a code problem's points import its checks, and so
     torch: showing one answer problem of a set should not).
     """
     report = ValidationReport()

@@ -16,7 +16,7 @@ from app.courses.policy import policy_for
 from app.deps import MAX_ROW_ID, InstructorUser, PrincipalDep, SessionDep, SettingsDep, cross_site
 from app.error_format import error_responses
 from app.errors import Forbidden, Invalid, NotFound
-from app.problemsets import aliases, service
+from app.problemsets import aliases, service, variants
 from app.problemsets.models import ProblemSet
 from app.problemsets.schemas import (
     AliasRequest,
@@ -85,7 +85,10 @@ def get_problem_set(
     loaded = service.loaded_version(settings, version)
     started = _open(request, session, principal, found.assignment)
     due = policy_for(found.assignment, loaded.spec, "", member, started_at=started).deadline
-    return service.student_view(version, loaded, due_at=due)
+    mine = variants.student_variants(session, settings, version=version, loaded=loaded,
+                                     assignment_id=found.assignment.id, user_id=principal.user.id)  # fmt: skip
+    session.commit()  # a variant generated now is kept
+    return service.student_view(version, loaded, due_at=due, variants=mine)
 
 
 def _open(request: Request, session: SessionDep, principal: PrincipalDep, assignment: Assignment) -> datetime | None:
@@ -126,7 +129,10 @@ def get_problem(
         _open(request, session, principal, found.assignment)
     if problem is None:
         raise NotFound(f"unknown problem {problem_id!r} in set {slug!r}", field="problem_id")
-    return problem_view(problem, loaded, version.validation_report.get("points", {}).get(problem_id))
+    _, variant = variants.student_variant(session, settings, version=version, loaded=loaded, problem=problem,
+                                          assignment_id=found.assignment.id, user_id=principal.user.id)  # fmt: skip
+    session.commit()  # a variant generated now is kept
+    return problem_view(problem, loaded, version.validation_report.get("points", {}).get(problem_id), variant)
 
 
 @router.post("", response_model=UploadResult, status_code=201, responses=error_responses(404, 409))

@@ -10,15 +10,22 @@ from graders.model import ProblemBase
 from graders.problemset.errors import SetError
 from graders.problemset.loader import SET_FILE, LoadedSet
 from graders.problemset.validate import ValidationReport
-from graders.problemset.variants import Variant, VariantFailed, VariantInvalid, VariantSource, apply_variant
-from graders.problemset.variants import parse_variant, render_prompt
+from graders.problemset.variants import (
+    Variant,
+    VariantFailed,
+    VariantInvalid,
+    VariantSource,
+    apply_variant,
+    parse_variant,
+    render_prompt,
+)
 
 DEFAULT_DRAWS = 20
 
 
 def gate_seeds(problem_id: str, draws: int) -> list[int]:
     """Seed 0 (the set's own numbers, by convention) and draws - 1 others, the same on every run of the gate."""
-    rng = random.Random(f"variant-gate/{problem_id}")
+    rng = random.Random(f"variant-gate/{problem_id}")  # noqa: S311 - reproducible draws, not secrets
     return [0, *(rng.getrandbits(48) for _ in range(max(0, draws - 1)))]
 
 
@@ -42,10 +49,12 @@ def check_variants(
     try:
         for seed in seeds:
             first[seed] = parse_variant(source.variant(loaded.root, problem.generator, seed), problem)
-        again = {seed: parse_variant(source.variant(loaded.root, problem.generator, seed), problem) for seed in seeds[::-1]}
+        again = {
+            seed: parse_variant(source.variant(loaded.root, problem.generator, seed), problem) for seed in seeds[::-1]
+        }
     except (VariantFailed, VariantInvalid) as exc:
-        seed = seeds[len(first)] if len(first) < len(seeds) else "a second call"
-        report.errors.append(SetError(problem.generator, "", f"seed {seed}: {exc}"[:1000]))
+        which = f"seed {seeds[len(first)]}" if len(first) < len(seeds) else "drawn again"
+        report.errors.append(SetError(problem.generator, "", f"{which}: {exc}"[:1000]))
         return
     changed = [seed for seed in seeds if again[seed] != first[seed]]
     if changed:
@@ -90,4 +99,3 @@ def _own_answers_accepted(
             )
             return None
     return keys
-

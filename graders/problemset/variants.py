@@ -21,7 +21,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, 
 from graders.code.grader import VariantFailed
 from graders.model import PARAMETER_PATTERN, ProblemBase
 
-__all__ = ["VariantFailed", "Variant", "VariantInvalid", "VariantSource"]
+__all__ = ["Variant", "VariantFailed", "VariantInvalid", "VariantSource"]
 
 MARKER = re.compile(r"\{%\s*(" + PARAMETER_PATTERN + r")\s*%\}")
 # Fields a variant may not change: a part's kind and points are the same for every student, and its accept/reject
@@ -89,7 +89,9 @@ def parse_variant(raw: Any, problem: ProblemBase) -> Variant:
         where = ".".join(str(p) for p in first["loc"])
         raise VariantInvalid(f"generate() returned {where or 'a value'} that is not allowed: {first['msg']}") from None
     if set(variant.params) != set(problem.parameters):
-        raise VariantInvalid(f"generate() must return params {sorted(problem.parameters)}, got {sorted(variant.params)}")
+        raise VariantInvalid(
+            f"generate() must return params {sorted(problem.parameters)}, got {sorted(variant.params)}"
+        )
     unknown = sorted(set(variant.parts) - set(problem.part_ids()))
     if unknown:
         raise VariantInvalid(f"generate() returned parts {unknown}; this problem has {problem.part_ids()}")
