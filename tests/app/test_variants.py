@@ -1,0 +1,150 @@
+"""Every student their own numbers (issue 27): seed 001's Q4 (problems/attention) through the real app, its
+generator run in the set's jailed checker. Two students of one offering see different B, H, T, d on the API and
+the set page, each is graded against their own key (full marks for theirs, zero for the other's parts), sees their
+own key once released, and keeps their variant through a regrade."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from sqlalchemy import delete, select
+
+from app.courses import course_sets
+from app.problemsets.models import ProblemVariant
+from app.problemsets.variants import close_variant_checkers, seed_for, variant_checkers
+from app.submissions.models import Submission
+from tests.conftest import REPO
+from tests.web.conftest import login
+
+NUMBERS = re.compile(r"\$d=(\d+)\$，头数 \$H=(\d+)\$，批量 \$B=(\d+)\$，序列长度 \$T=(\d+)\$")
+
+
+@dataclass(frozen=True)
+class Numbers:
+    d: int
+    H: int
+    B: int
+    T: int
+
+    def answers(self) -> dict[str, str]:
+        d, h, b, t = self.d, self.H, self.B, self.T
+        return {
+            "b1": str(d // h),
+            "b2": f"{b}×{h}×{t}×{d // h}",
+            "b3": f"{b}×{h}×{t}×{t}",
+            "b4": f"{b}×{t}×{d}",
+            "b5": str(b * h * t * t),
+            "b6": f"{4 * b * h * t * t} B",
+            "b7": "B*T^2*d",
+            "b8": "B*H*T^2",
+        }
+
+
+def numbers_in(text: str) -> Numbers:
+    match = NUMBERS.search(text)
+    assert match, "the prompt shows no numbers"
+    return Numbers(*(int(g) for g in match.groups()))
+
+
+@pytest.fixture
+def attention_set(sessions, settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    with sessions() as session:
+        _, report, _ = course_sets.load_dir(
+            session, root=REPO / "problems" / "attention", grader=None, variants=variant_checkers(settings)
+        )
+        session.commit()
+    assert report.ok and any("q4: 20 variants drawn" in note for note in report.notes), report.render_text()
+    yield "attention"
+    close_variant_checkers()
+
+
+def submit(client, account, answers):  # type: ignore[no-untyped-def]
+    body = {"problem_set": "attention", "problem": "q4", "answers": answers}
+    resp = client.post("/api/v1/submissions", json=body, headers=account.headers, params={"wait": 30})
+    assert resp.status_code == 202, resp.text
+    return resp.json()
+
+
+def scores(body) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    return {c["name"]: c["score"] for c in body["checks"]}
+
+
+def test_two_students_see_their_own_numbers_and_are_graded_on_their_own_key(  # type: ignore[no-untyped-def]
+    client, accounts, attention_set, sessions
+) -> None:
+    alice, bob = accounts["alice"], accounts["bob"]
+    seen = {}
+    for who in (alice, bob):
+        view = client.get("/api/v1/problem-sets/attention/problems/q4", headers=who.headers).json()
+        seen[who.id] = numbers_in(view["prompt"])
+        whole = client.get("/api/v1/problem-sets/attention", headers=who.headers).json()
+        q4 = next(p for p in whole["problems"] if p["id"] == "q4")
+        assert numbers_in(q4["prompt"]) == seen[who.id]  # the same variant in the set and the problem view
+        assert "{%" not in q4["prompt"]
+    assert seen[alice.id] != seen[bob.id]
+    mine, theirs = seen[alice.id].answers(), seen[bob.id].answers()
+    differs = [part for part in mine if mine[part] != theirs[part]]
+    assert "b5" in differs and "b6" in differs
+
+    # Bob's right answers are Alice's wrong ones, part by part; then her own score full marks and open her key.
+    wrong = submit(client, alice, theirs)
+    assert all(scores(wrong)[part] == 0 for part in differs)
+    assert wrong["answer_key"] is None  # not released while she has attempts left and no full marks
+    right = submit(client, alice, mine)
+    assert right["score"] == right["max_score"] == 8.0 and right["verdict"] == "accepted"
+    key = right["answer_key"]
+    n = seen[alice.id]
+    assert key["b2"] == str([n.B, n.H, n.T, n.d // n.H])
+    assert key["b5"] == str(n.B * n.H * n.T * n.T)  # an exact count in full, not 1.04858e+06
+    explanation = right["explanation"]["markdown"]
+    assert f"={n.B * n.H * n.T * n.T}$" in explanation and "{%" not in explanation
+
+    bobs = submit(client, bob, theirs)
+    assert bobs["score"] == 8.0 and bobs["answer_key"]["b2"] != key["b2"]
+
+    # The seed is stored with each submission; a regrade keeps it, even with the cached variant gone.
+    with sessions() as session:
+        stored = session.scalar(select(Submission).where(Submission.id == right["id"]))
+        assert stored is not None and stored.variant_seed == seed_for(
+            client.app.state.settings, assignment_id=stored.assignment_id, user_id=alice.id, problem_id="q4"
+        )
+        session.execute(delete(ProblemVariant))
+        session.commit()
+    instructor = accounts["instructor"]
+    resp = client.post(f"/api/v1/submissions/{right['id']}/regrade", headers=instructor.headers)
+    assert resp.status_code == 202, resp.text
+    deadline = time.monotonic() + 60  # bounds a hung regrade; measures nothing
+    again = client.get(f"/api/v1/submissions/{right['id']}", headers=alice.headers, params={"wait": 30}).json()
+    while again["status"] != "graded" and time.monotonic() < deadline:
+        time.sleep(0.1)
+        again = client.get(f"/api/v1/submissions/{right['id']}", headers=alice.headers).json()
+    assert again["status"] == "graded" and again["score"] == 8.0
+    assert again["answer_key"]["b2"] == key["b2"]
+
+
+def test_the_set_page_shows_each_student_their_own_numbers_and_key(client, accounts, attention_set) -> None:  # type: ignore[no-untyped-def]
+    pages = {}
+    for name in ("alice", "bob"):
+        client.cookies.clear()
+        token = login(client, accounts[name])
+        html = client.get("/sets/attention").text
+        pages[name] = numbers_in(html)
+        api = client.get("/api/v1/problem-sets/attention/problems/q4", headers=accounts[name].headers).json()
+        assert numbers_in(api["prompt"]) == pages[name]  # the page and the API agree
+        data = {f"answer.{part}": text for part, text in pages[name].answers().items()}
+        resp = client.post("/sets/attention/problems/q4", data={**data, "csrf_token": token}, follow_redirects=False)
+        assert resp.status_code == 303, resp.text
+        sub_id = int(resp.headers["location"].rsplit("/", 1)[1])
+        deadline = time.monotonic() + 30  # bounds a hung grading; measures nothing
+        html = client.get(f"/submissions/{sub_id}").text
+        while 'data-live="/submissions/' in html and time.monotonic() < deadline:
+            time.sleep(0.05)
+            html = client.get(f"/submissions/{sub_id}").text
+        n = pages[name]
+        assert re.search(r'class="score">8</span>', html), html[:2000]
+        assert str([n.B, n.H, n.T, n.T]) in html  # the released key of b3 is this student's
+    assert pages["alice"] != pages["bob"]
