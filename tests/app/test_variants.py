@@ -148,3 +148,62 @@ def test_the_set_page_shows_each_student_their_own_numbers_and_key(client, accou
         assert re.search(r'class="score">8</span>', html), html[:2000]
         assert str([n.B, n.H, n.T, n.T]) in html  # the released key of b3 is this student's
     assert pages["alice"] != pages["bob"]
+
+
+@pytest.fixture
+def served(settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """The app on a real port (this task's range), for the command-line client."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    from app.main import create_app
+
+    sock = socket.socket()
+    for port in range(18200, 18300):
+        try:
+            sock.bind(("127.0.0.1", port))
+            break
+        except OSError:
+            continue
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started and thread.is_alive():
+        time.sleep(0.05)
+    assert server.started
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join()
+        sock.close()
+
+
+def test_the_command_line_client_is_graded_on_the_students_own_variant(accounts, attention_set, served) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    import httpx
+    from typer.testing import CliRunner
+
+    from app.cli.main import app as cli
+
+    seen = {}
+    for name in ("alice", "bob"):
+        view = httpx.get(f"{served}/api/v1/problem-sets/attention/problems/q4", headers=accounts[name].headers)
+        seen[name] = numbers_in(view.json()["prompt"])
+    assert seen["alice"] != seen["bob"]
+
+    def submit_cli(name: str, answers: dict[str, str]):  # type: ignore[no-untyped-def]
+        args = ["submit", "--set", "attention", "--problem", "q4", "--answers", json.dumps(answers), "--json"]
+        args += ["--url", served, "--token", accounts[name].token, "--wait", "30"]
+        return CliRunner().invoke(cli, args)
+
+    others = submit_cli("alice", seen["bob"].answers())
+    assert others.exit_code == 1, others.output  # not full marks: Bob's numbers are not hers
+    own = submit_cli("alice", seen["alice"].answers())
+    assert own.exit_code == 0, own.output
+    body = json.loads(own.output)
+    n = seen["alice"]
+    assert body["score"] == 8.0 and body["answer_key"]["b5"] == str(n.B * n.H * n.T * n.T)
