@@ -26,6 +26,7 @@ from app.problemsets.schemas import (
     UploadResult,
     VersionPublic,
 )
+from app.submissions.attempts import variant_rounds
 from graders.grade import problem_view
 
 router = APIRouter(prefix="/problem-sets", tags=["problem sets"])
@@ -85,7 +86,8 @@ def get_problem_set(
     loaded = service.loaded_version(settings, version)
     started = _open(request, session, principal, found.assignment)
     due = policy_for(found.assignment, loaded.spec, "", member, started_at=started).deadline
-    mine = variants.student_variants(session, settings, version=version, loaded=loaded,
+    rounds = variant_rounds(session, found.assignment, principal.user.id)
+    mine = variants.student_variants(session, settings, version=version, loaded=loaded, rounds=rounds,
                                      assignment_id=found.assignment.id, user_id=principal.user.id)  # fmt: skip
     session.commit()  # a variant generated now is kept
     return service.student_view(version, loaded, due_at=due, variants=mine)
@@ -129,8 +131,10 @@ def get_problem(
         _open(request, session, principal, found.assignment)
     if problem is None:
         raise NotFound(f"unknown problem {problem_id!r} in set {slug!r}", field="problem_id")
+    round_ = variant_rounds(session, found.assignment, principal.user.id).get(problem_id, 0)
     _, variant = variants.student_variant(session, settings, version=version, loaded=loaded, problem=problem,
-                                          assignment_id=found.assignment.id, user_id=principal.user.id)  # fmt: skip
+                                          assignment_id=found.assignment.id, user_id=principal.user.id,
+                                          round_=round_)  # fmt: skip
     session.commit()  # a variant generated now is kept
     return problem_view(problem, loaded, version.validation_report.get("points", {}).get(problem_id), variant)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +30,12 @@ _SEED_LABEL = b"autograder-variant-seed-v1"
 _SEED_BITS = 48  # fits a BIGINT and a JSON number that JavaScript reads exactly
 
 
-def seed_for(settings: Settings, *, assignment_id: int, user_id: int, problem_id: str) -> int:
-    """The student's seed for one problem of one assignment (deterministic, keyed by the service's secret)."""
+def seed_for(settings: Settings, *, assignment_id: int, user_id: int, problem_id: str, round_: int = 0) -> int:
+    """The student's seed for one problem of one assignment (deterministic, keyed by the service's secret);
+    ``round_`` counts the new variants drawn under the assignment's ``new_variant_after`` (0: the first)."""
     key = hmac.new(settings.resolved_secret_key().encode(), _SEED_LABEL, hashlib.sha256).digest()
-    message = f"{assignment_id}\0{user_id}\0{problem_id}".encode()
-    return int.from_bytes(hmac.new(key, message, hashlib.sha256).digest()[: _SEED_BITS // 8], "big")
+    text = f"{assignment_id}\0{user_id}\0{problem_id}" + (f"\0{round_}" if round_ else "")
+    return int.from_bytes(hmac.new(key, text.encode(), hashlib.sha256).digest()[: _SEED_BITS // 8], "big")
 
 
 def cached(session: Session, version_id: int, problem: ProblemBase, seed: int) -> Variant | None:
@@ -80,11 +82,13 @@ def student_variant(
     problem: ProblemBase,
     assignment_id: int,
     user_id: int,
+    round_: int = 0,
 ) -> tuple[int | None, Variant | None]:
-    """(seed, variant) of a student for a problem; (None, None) where the problem has one variant for all."""
+    """(seed, variant) of a student for a problem (their ``round_``-th new variant); (None, None) where the
+    problem has one variant for all."""
     if problem.generator is None:
         return None, None
-    seed = seed_for(settings, assignment_id=assignment_id, user_id=user_id, problem_id=problem.id)
+    seed = seed_for(settings, assignment_id=assignment_id, user_id=user_id, problem_id=problem.id, round_=round_)
     return seed, variant_of(session, settings, version, loaded, problem, seed)
 
 
@@ -96,12 +100,15 @@ def student_variants(
     loaded: LoadedSet,
     assignment_id: int,
     user_id: int,
+    rounds: Mapping[str, int] | None = None,
 ) -> dict[str, Variant]:
-    """Problem id -> the student's variant, for each parameterised problem of the set (for its views)."""
+    """Problem id -> the student's variant (of their round, problem id -> round), for each parameterised
+    problem of the set (for its views)."""
     out: dict[str, Variant] = {}
     for problem in loaded.spec.problems:
         _, variant = student_variant(session, settings, version=version, loaded=loaded, problem=problem,
-                                     assignment_id=assignment_id, user_id=user_id)  # fmt: skip
+                                     assignment_id=assignment_id, user_id=user_id,
+                                     round_=(rounds or {}).get(problem.id, 0))  # fmt: skip
         if variant is not None:
             out[problem.id] = variant
     return out

@@ -24,6 +24,7 @@ from app.problemsets.models import ProblemSet
 from app.problemsets.service import loaded_version
 from app.problemsets.variants import student_variant
 from app.submissions.allocation import store_next_attempt
+from app.submissions.attempts import variant_rounds
 from app.submissions.models import CheckResultRow, Grade, Source, Status, Submission
 from app.submissions.notebook import require_entrypoints
 from app.submissions.penalties import Penalties, penalties_of
@@ -167,7 +168,8 @@ def store(
 
     # A parameterised problem: this student's own numbers, generated in the set's checker the first time.
     seed, variant = student_variant(session, settings, version=version, loaded=loaded, problem=problem,
-                                    assignment_id=assignment.id, user_id=user.id)  # fmt: skip
+                                    assignment_id=assignment.id, user_id=user.id,
+                                    round_=variant_rounds(session, assignment, user.id).get(problem_id, 0))  # fmt: skip
     grading_started = time.perf_counter()
     result = inline.grade(loaded, problem_id, payload, variant) if inline is not None else None
     grading_s = time.perf_counter() - grading_started

@@ -24,6 +24,7 @@ from app.problemsets import service as sets
 from app.problemsets.variants import student_variants
 from app.submissions import service as submissions
 from app.submissions.allocation import attempts_used
+from app.submissions.attempts import variant_rounds
 from app.submissions.models import Status, Submission
 from app.submissions.presenter import submission_public
 from app.submissions.release import seal_for, seal_of
@@ -217,7 +218,7 @@ def set_page(
         session.commit()
     policy = policy_for(found.assignment, loaded.spec, "", member, started_at=started)
     variants = student_variants(session, settings, version=version, loaded=loaded, assignment_id=found.assignment.id,
-                            user_id=user.id)  # fmt: skip
+                                user_id=user.id, rounds=variant_rounds(session, found.assignment, user.id))  # fmt: skip
     session.commit()  # a variant generated now is kept
     view = sets.student_view(version, loaded, due_at=policy.deadline, variants=variants)
     view["time_limit_min"] = found.assignment.time_limit_min

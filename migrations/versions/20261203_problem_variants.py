@@ -1,5 +1,5 @@
-"""problem variants: submission.variant_seed (the variant a submission answered) and problem_variant (each
-generated variant, cached per version, problem and seed)
+"""problem variants: submission.variant_seed (the variant a submission answered), problem_variant (each
+generated variant, cached per version, problem and seed) and assignment.new_variant_after
 
 Revision ID: a7c9e1b3d5f2
 Revises: f1a3c5e7b9d2
@@ -20,6 +20,8 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table("submission", schema=None) as batch_op:
         batch_op.add_column(sa.Column("variant_seed", sa.BigInteger(), nullable=True))
+    with op.batch_alter_table("assignment", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("new_variant_after", sa.Integer(), nullable=True))
     op.create_table(
         "problem_variant",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -49,5 +51,7 @@ def downgrade() -> None:
     with op.batch_alter_table("problem_variant", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_problem_variant_problem_set_version_id"))
     op.drop_table("problem_variant")
+    with op.batch_alter_table("assignment", schema=None) as batch_op:
+        batch_op.drop_column("new_variant_after")
     with op.batch_alter_table("submission", schema=None) as batch_op:
         batch_op.drop_column("variant_seed")

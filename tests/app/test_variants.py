@@ -207,3 +207,37 @@ def test_the_command_line_client_is_graded_on_the_students_own_variant(accounts,
     body = json.loads(own.output)
     n = seen["alice"]
     assert body["score"] == 8.0 and body["answer_key"]["b5"] == str(n.B * n.H * n.T * n.T)
+
+
+def test_new_variant_after_n_attempts(client, accounts, attention_set, sessions) -> None:  # type: ignore[no-untyped-def]
+    from app.courses.models import Assignment
+
+    with sessions() as session:
+        assignment_id = session.scalars(select(Assignment.id)).one()
+    # A new variant after every attempt (the assignment's setting, as an instructor sets it).
+    resp = client.patch(
+        f"/api/v1/assignments/{assignment_id}", json={"new_variant_after": 1}, headers=accounts["instructor"].headers
+    )
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["new_variant_after"] == 1
+    refused = client.patch(
+        f"/api/v1/assignments/{assignment_id}", json={"new_variant_after": 0}, headers=accounts["instructor"].headers
+    )
+    assert refused.status_code == 422
+    alice = accounts["alice"]
+
+    def numbers() -> Numbers:
+        view = client.get("/api/v1/problem-sets/attention/problems/q4", headers=alice.headers).json()
+        return numbers_in(view["prompt"])
+
+    first = numbers()
+    assert numbers() == first  # the same until she submits
+    graded = submit(client, alice, first.answers())
+    assert graded["score"] == 8.0  # graded on the variant she was shown
+    second = numbers()
+    assert second != first
+    again = submit(client, alice, second.answers())
+    assert again["score"] == 8.0
+    with sessions() as session:
+        seeds = session.scalars(select(Submission.variant_seed).order_by(Submission.id)).all()
+    assert len(set(seeds)) == 2
