@@ -14,9 +14,12 @@ import pytest
 from sqlalchemy import delete, select
 
 from app.courses import course_sets
+from app.courses.access import access_for
+from app.gradebook import bulk_regrade
 from app.problemsets.models import ProblemVariant
 from app.problemsets.variants import close_variant_checkers, seed_for, variant_checkers
 from app.submissions.models import Submission
+from app.users.models import User
 from tests.conftest import REPO
 from tests.web.conftest import login
 
@@ -115,6 +118,15 @@ def test_two_students_see_their_own_numbers_and_are_graded_on_their_own_key(  # 
         session.execute(delete(ProblemVariant))
         session.commit()
     instructor = accounts["instructor"]
+    # The bulk regrade's preview grades each stored answer on its own variant: nothing changes.
+    with sessions() as session:
+        staff = access_for(session, session.get(User, instructor.id))
+        selection = bulk_regrade.select_for_regrade(
+            session, access=staff, slug="attention", offering_id=None, problem_id="q4"
+        )
+        prediction = bulk_regrade.predict(session, client.app.state.settings, selection)
+    assert prediction.known and prediction.after[right["id"]] == 8.0 and prediction.after[bobs["id"]] == 8.0
+    assert prediction.after[wrong["id"]] == prediction.before[wrong["id"]] and not prediction.changed()
     resp = client.post(f"/api/v1/submissions/{right['id']}/regrade", headers=instructor.headers)
     assert resp.status_code == 202, resp.text
     deadline = time.monotonic() + 60  # bounds a hung regrade; measures nothing
