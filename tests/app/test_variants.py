@@ -253,3 +253,62 @@ def test_new_variant_after_n_attempts(client, accounts, attention_set, sessions)
     with sessions() as session:
         seeds = session.scalars(select(Submission.variant_seed).order_by(Submission.id)).all()
     assert len(set(seeds)) == 2
+
+
+def test_a_new_version_keeps_the_seed_and_its_changed_generator_re_derives_the_key(  # type: ignore[no-untyped-def]
+    client, accounts, attention_set, sessions, settings, tmp_path
+) -> None:
+    import shutil
+
+    alice = accounts["alice"]
+    view = client.get("/api/v1/problem-sets/attention/problems/q4", headers=alice.headers).json()
+    old = numbers_in(view["prompt"])
+    graded = submit(client, alice, old.answers())
+    assert graded["score"] == 8.0
+
+    # Version 2: the generator draws from the same sizes in another order (seed 0 is still the set's numbers), so
+    # Alice's seed now means other numbers.
+    copy = tmp_path / "attention"
+    shutil.copytree(REPO / "problems" / "attention", copy)
+    generator = copy / "generators" / "q4.py"
+    source = generator.read_text().replace(
+        '{"B": [4, 8, 16], "H": [4, 8, 16], "T": [64, 128, 256], "d": [128, 256, 512]}',
+        '{"B": [8, 16, 4], "H": [8, 16, 4], "T": [128, 256, 64], "d": [256, 512, 128]}',
+    )
+    assert source != generator.read_text()
+    generator.write_text(source)
+    with sessions() as session:
+        version, report, created = course_sets.load_dir(
+            session, root=copy, grader=None, variants=variant_checkers(settings)
+        )
+        session.commit()
+        assert created and report.ok and version.number == 2
+
+    new = numbers_in(client.get("/api/v1/problem-sets/attention/problems/q4", headers=alice.headers).json()["prompt"])
+    assert new != old
+    instructor = accounts["instructor"]
+    with sessions() as session:
+        staff = access_for(session, session.get(User, instructor.id))
+        selection = bulk_regrade.select_for_regrade(
+            session, access=staff, slug="attention", offering_id=None, problem_id="q4"
+        )
+        prediction = bulk_regrade.predict(session, settings, selection)
+        assert prediction.known and prediction.after[graded["id"]] < 8.0  # the preview shows the new key's effect
+        bulk_regrade.start(session, selection=selection, user=session.get(User, instructor.id))
+        queued = [sub.id for sub in selection.submissions]
+    for sub_id in queued:  # as the bulk regrade page wakes the workers
+        client.app.state.dispatch(sub_id)
+    deadline = time.monotonic() + 60  # bounds a hung regrade; measures nothing
+    again = client.get(f"/api/v1/submissions/{graded['id']}", headers=alice.headers, params={"wait": 30}).json()
+    while again["status"] != "graded" and time.monotonic() < deadline:
+        time.sleep(0.1)
+        again = client.get(f"/api/v1/submissions/{graded['id']}", headers=alice.headers).json()
+    assert again["status"] == "graded" and again["version"] == 2
+    assert again["score"] == prediction.after[graded["id"]]
+    with sessions() as session:
+        stored = session.get(Submission, graded["id"])
+        assert stored is not None and stored.variant_seed == seed_for(
+            settings, assignment_id=stored.assignment_id, user_id=alice.id, problem_id="q4"
+        )
+    right = submit(client, alice, new.answers())
+    assert right["score"] == 8.0 and right["answer_key"]["b2"] == str([new.B, new.H, new.T, new.d // new.H])
