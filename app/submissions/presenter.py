@@ -5,14 +5,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.orm import object_session
+
 from app.db import utcnow
+from app.problemsets.variants import cached
 from app.submissions.models import CheckResultRow, Status, Submission, final_score_of, round_score
 from app.submissions.notebook import is_notebook_source, left_out_notice, with_cells
 from app.submissions.release import Seal
 from app.submissions.schemas import CheckPublic, SubmissionPublic, SubmissionSummary
 from graders.grade import answer_key
+from graders.model import ProblemBase
 from graders.problemset.likeness import behaves_like, failure_vector
 from graders.problemset.loader import LoadedSet
+from graders.problemset.variants import Variant, apply_variant, render_prompt
 from graders.words import parse_words
 
 
@@ -56,6 +61,14 @@ def _check(r: CheckResultRow, *, open_: bool, seal: Seal, source: str | None) ->
     )
 
 
+def _variant(sub: Submission, problem: ProblemBase) -> Variant | None:
+    """The submission's variant as stored when it was made or graded (read back, never generated here)."""
+    session = object_session(sub)
+    if sub.variant_seed is None or problem.generator is None or session is None:
+        return None
+    return cached(session, sub.problem_set_version_id, problem, sub.variant_seed)
+
+
 def submission_public(sub: Submission, loaded: LoadedSet, *, seal: Seal) -> SubmissionPublic:
     spec = loaded.spec
     now = utcnow()
@@ -72,9 +85,14 @@ def submission_public(sub: Submission, loaded: LoadedSet, *, seal: Seal) -> Subm
     explanation = None
     if graded and seal.explanation:
         text = loaded.explanation(sub.problem_id)
+        problem_now = spec.problem(sub.problem_id)
+        if text and problem_now is not None:
+            text = render_prompt(text, _variant(sub, problem_now))
         explanation = {"markdown": text} if text else None
     problem = spec.problem(sub.problem_id)
-    key = answer_key(problem) if graded and seal.answer_key and problem is not None else None
+    key = None
+    if graded and seal.answer_key and problem is not None:  # the key of the submission's own variant
+        key = answer_key(apply_variant(problem, _variant(sub, problem)))
     hidden = bool(sealed) or not seal.scores
     return SubmissionPublic(
         id=sub.id,

@@ -121,10 +121,13 @@ class AnswerKind:
 
 
 def answer_text(value: Any) -> str:
-    """A spec's answer as text: labels joined (``A, C``), a float without trailing zeros, anything else as str."""
+    """A spec's answer as text: labels joined (``A, C``), a float in full without trailing zeros (1048576, not
+    the 1.04858e+06 that an exact part would refuse), anything else as str."""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return ", ".join(value)
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    return str(value)
 
 
 ANSWER_KINDS: dict[str, AnswerKind] = {}

@@ -320,7 +320,12 @@ def collect_checks(module: ModuleType) -> list[CheckSpec]:
 
 def load_checks(path: Path) -> list[CheckSpec]:
     """Import a trusted checks file by path and collect its checks."""
-    module_name = f"autograder_checks_{abs(hash(str(path.resolve())))}"
+    return collect_checks(load_module(path, "autograder_checks"))
+
+
+def load_module(path: Path, prefix: str) -> Any:
+    """Import an instructor's file by path (in the set's checker only: checks, a problem's generator)."""
+    module_name = f"{prefix}_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import checks from {path}")
@@ -330,4 +335,4 @@ def load_checks(path: Path) -> list[CheckSpec]:
         spec.loader.exec_module(module)
     finally:
         sys.modules.pop(module_name, None)
-    return collect_checks(module)
+    return module

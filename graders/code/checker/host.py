@@ -191,6 +191,26 @@ class CheckerProcess:
             raise ChecksUnavailable("duplicate check names")
         return specs
 
+    def ping(self) -> None:
+        """Wait for a new checker to be up (any reply will do), so its start is not the next request's time."""
+        deadline = self._timeout(DESCRIBE_TIMEOUT_S)
+        self.pipes.send({"op": "ping"}, [], deadline)
+        self.pipes.receive(deadline)
+        self.started = True
+
+    def variant(self, relative: str, seed: int, timeout_s: float) -> Any:
+        """What ``generate(seed)`` in ``relative`` returned (JSON data, not yet validated). Raises
+        ChecksUnavailable (the generator's own failure) or CheckerGone (it hung, crashed or spoke out of turn)."""
+        deadline = self._timeout(timeout_s)
+        self.pipes.send({"op": "variant", "file": relative, "seed": seed}, [], deadline)
+        reply = self.pipes.receive(deadline).msg
+        self.started = True
+        if reply.get("error") == "generator":
+            raise ChecksUnavailable(protocol.clip(reply.get("message", ""), 1000))
+        if reply.get("ok") is not True or "variant" not in reply:
+            raise CheckerGone("malformed variant")
+        return reply["variant"]
+
     def run(self, relative: str, spec: CheckSpec, proxy: SandboxProxy, call_limit_s: float) -> str | Words | None:
         """Run one check against ``proxy``; returns its feedback or raises what the check raised (rebuilt here).
 
