@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,10 +22,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
+from app.errors import N_, ProblemUnavailable
 from app.problemsets.models import ProblemSetVersion, ProblemVariant
+from graders.code.grader import VariantFailed
 from graders.model import ProblemBase
 from graders.problemset.loader import LoadedSet
-from graders.problemset.variants import Variant, VariantSource, parse_variant
+from graders.problemset.variants import Variant, VariantInvalid, VariantSource, parse_variant
+
+log = logging.getLogger(__name__)
 
 _SEED_LABEL = b"autograder-variant-seed-v1"
 _SEED_BITS = 48  # fits a BIGINT and a JSON number that JavaScript reads exactly
@@ -55,12 +60,25 @@ def variant_of(
 ) -> Variant:
     """The variant for ``seed``: stored, or generated in the set's checker and stored (in its own savepoint).
 
-    Raises VariantFailed or VariantInvalid (the set's generator failed for this seed)."""
+    Raises ProblemUnavailable when the set's generator fails for this seed (the gate drew other seeds): the
+    caller stores nothing, and the student reads that the problem is the set's fault, not theirs."""
     found = cached(session, version.id, problem, seed)
     if found is not None:
         return found
     assert problem.generator is not None
-    variant = parse_variant(variant_checkers(settings).variant(loaded.root, problem.generator, seed), problem)
+    try:
+        variant = parse_variant(variant_checkers(settings).variant(loaded.root, problem.generator, seed), problem)
+    except (VariantFailed, VariantInvalid) as exc:
+        # The generator's own words go to the log for the instructor, never to the student (a generator is
+        # instructor code: its message may name the key).
+        log.warning("the generator of %s failed for seed %d of version %d: %s", problem.id, seed, version.id, exc)
+        raise ProblemUnavailable(
+            N_(
+                "%(problem)s cannot be shown or graded just now: its numbers could not be made (the set's generator "
+                "failed). Nothing was stored; tell your instructor."
+            ),
+            params={"problem": problem.id},
+        ) from None
     try:
         with session.begin_nested():
             session.add(

@@ -312,3 +312,40 @@ def test_a_new_version_keeps_the_seed_and_its_changed_generator_re_derives_the_k
         )
     right = submit(client, alice, new.answers())
     assert right["score"] == 8.0 and right["answer_key"]["b2"] == str([new.B, new.H, new.T, new.d // new.H])
+
+
+def test_a_generator_that_fails_for_a_students_seed_refuses_clearly_and_stores_nothing(  # type: ignore[no-untyped-def]
+    client, accounts, attention_set, sessions, settings, tmp_path
+) -> None:
+    """A generator that passes the gate's draws but raises for a student's seed: a 503 naming the problem and the
+    instructor, not a 500; its own message (instructor code: it may name the key) never reaches the student."""
+    import shutil
+
+    from graders.problemset.variant_gate import gate_seeds
+
+    copy = tmp_path / "attention"
+    shutil.copytree(REPO / "problems" / "attention", copy)
+    generator = copy / "generators" / "q4.py"
+    gated = sorted(gate_seeds("q4", settings.variant_draws))
+    generator.write_text(
+        generator.read_text().replace("def generate(", "def _generate(", 1)
+        + f"\n\ndef generate(seed):\n    if seed not in {gated!r}:\n"
+        + '        raise ValueError("the key of b5 is 524288")\n    return _generate(seed)\n'
+    )
+    with sessions() as session:
+        _, report, created = course_sets.load_dir(session, root=copy, grader=None, variants=variant_checkers(settings))
+        session.commit()
+    assert created and report.ok, report.render_text()  # the gate's own seeds all work
+
+    alice = accounts["alice"]
+    with sessions() as session:
+        before = len(session.scalars(select(Submission)).all())
+    view = client.get("/api/v1/problem-sets/attention/problems/q4", headers=alice.headers)
+    sent = client.post("/api/v1/submissions", headers=alice.headers,
+                       json={"problem_set": "attention", "problem": "q4", "answers": {"b1": "32"}})  # fmt: skip
+    for resp in (view, sent):
+        assert resp.status_code == 503, resp.text
+        assert "q4" in resp.text and "instructor" in resp.text
+        assert "524288" not in resp.text and "ValueError" not in resp.text
+    with sessions() as session:
+        assert len(session.scalars(select(Submission)).all()) == before
