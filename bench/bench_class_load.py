@@ -50,9 +50,9 @@ import httpx
 from sqlalchemy import func, select
 
 from app.config import REPO_ROOT
+from app.courses import course_sets
 from app.db import make_engine, make_session_factory
 from app.migrate import upgrade
-from app.problemsets import service as sets
 from app.security import hash_password
 from app.submissions.models import CheckResultRow, Status, Submission
 from app.users import service as users
@@ -121,7 +121,7 @@ def prepare(url: str, classes: dict[str, int]) -> dict[str, list[str]]:
     shared_hash = hash_password(PASSWORD)
     with sessions() as session, mock.patch.object(users, "hash_password", lambda _password: shared_hash):
         for root in (CH9, ATTENTION):
-            sets.load_dir(session, root=root, grader=None)
+            course_sets.load_dir(session, root=root, grader=None)
         for email in (e for group in emails.values() for e in group):
             users.create_user(session, email=email, role=Role.STUDENT, password=PASSWORD)
         session.commit()
