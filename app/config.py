@@ -57,8 +57,8 @@ class Settings(BaseSettings):
     )
     grade_answers_inline: bool = Field(
         default=True,
-        description="embedded mode: grade fill-in answers in the API process and store them graded (never "
-        "queued); false sends every submission through the workers, as a broker does",
+        description="grade fill-in answers in the API process and store them graded (never queued), with or "
+        "without a broker; false sends every submission through the workers",
     )
     max_grading_attempts: int = Field(default=3, ge=1, description="internal errors are retried this often")
     min_free_disk_bytes: int = Field(

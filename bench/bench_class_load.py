@@ -25,7 +25,9 @@ submissions with one attempt number), read from the database after the run.
         [--modes embedded,celery] [--login api|page]
 
 The Celery run uses ``AUTOGRADER_BENCH_REDIS_URL`` (default redis://127.0.0.1:6379/0), flushed first; PostgreSQL:
-``AUTOGRADER_BENCH_POSTGRES_URL`` (a fresh database is created and dropped).
+``AUTOGRADER_BENCH_POSTGRES_URL`` (a fresh database is created and dropped). In both modes the API grades the fill-in
+answers itself and the workers the q5 files; ``AUTOGRADER_GRADE_ANSWERS_INLINE=false`` in the environment sends the
+answers through the workers too (through Celery in the scale-out run, as every submission went before).
 """
 
 from __future__ import annotations
