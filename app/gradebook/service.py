@@ -60,7 +60,8 @@ def gradebook(session: Session, *, access: Access, slug: str, offering_id: int |
             StudentRow(
                 user_id=user.id,
                 email=user.email,
-                display_name=user.display_name,
+                # The roster's name (what the instructor imported) first, else the account's own.
+                display_name=(members[user.id].name if user.id in members else "") or user.display_name,
                 student_id=members[user.id].student_id if user.id in members else "",
                 section=members[user.id].section if user.id in members else "",
                 cells=cells,

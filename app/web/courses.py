@@ -1,4 +1,5 @@
-"""Course pages: my courses, a course home with its assignments, the roster with CSV import and preview, an
+"""Course pages: my courses, a course home with its assignments, the roster with CSV import and preview and
+one person's add, role, section and drop (a role change and a drop confirmed on a second step), an
 assignment's settings and overrides, joining by code. Every page asks app.courses.permissions through Access."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from starlette.datastructures import FormData, UploadFile
 from app.courses import invitations, roster
 from app.courses import service as courses
 from app.courses.access import Access, access_for
-from app.courses.models import Counts, MemberRole, Offering, Release
+from app.courses.models import Counts, MemberRole, Membership, MemberStatus, Offering, Release
 from app.courses.permissions import Action
 from app.courses.schemas import Policy
 from app.deps import RowId
@@ -175,6 +176,8 @@ def rotate_code(
 def _roster_page(
     request: Request, session: WebSession, access: Access, offering: Offering, status: int = 200, **extra: Any
 ) -> Response:
+    saved = request.query_params.get("saved", "")
+    extra.setdefault("saved", int(saved) if saved.isdigit() else None)
     return render(
         request,
         "courses/roster.html",
@@ -182,6 +185,8 @@ def _roster_page(
         offering=offering,
         members=courses.members(session, offering),
         can_edit=access.can(offering.id, Action.ROSTER),
+        roles=ROLE_NAMES,
+        statuses=STATUS_NAMES,
         **extra,
     )
 
@@ -235,6 +240,105 @@ def invite_member(
     member = courses.get_member(session, offering, member_id)
     sent = invitations.invite(session, settings, member, base_url=settings.public_url, title=offering.title)
     return _roster_page(request, session, access, offering, invited=sent)
+
+
+# --- one person of the roster: add, change role or section, drop (the API's service calls, the same checks) -------
+
+
+# How the pages name roles and statuses (translated where shown).
+ROLE_NAMES = {MemberRole.INSTRUCTOR: N_("instructor"), MemberRole.TA: N_("TA"), MemberRole.STUDENT: N_("student"),
+              MemberRole.OBSERVER: N_("observer")}  # fmt: skip
+STATUS_NAMES = {MemberStatus.INVITED: N_("invited"), MemberStatus.ACTIVE: N_("active"),
+                MemberStatus.DROPPED: N_("dropped")}  # fmt: skip
+
+
+def _role(text: str) -> MemberRole:
+    try:
+        return MemberRole(text or MemberRole.STUDENT)
+    except ValueError as exc:
+        raise Invalid(N_("Choose a role from the list."), field="role") from exc
+
+
+def _to_roster(offering_id: int, member: Membership) -> Response:
+    return RedirectResponse(f"/offerings/{offering_id}/roster?saved={member.id}#member-{member.id}", status_code=303)
+
+
+@router.post("/offerings/{offering_id}/members")
+def add_member(request: Request, offering_id: RowId, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
+    """Add one person by email (instructors), as POST /api/v1/offerings/{id}/members: invited until they accept the
+    offering's invitation (an admin's entry for an existing account is active at once). Someone on the roster
+    already is changed on their own page (a role change is confirmed there), not here."""
+    access = access_for(session, user)
+    offering = courses.get_offering(session, access, offering_id, Action.ROSTER)
+    fields = {key: _text(form, key) for key in ("email", "name", "role", "section", "student_id")}
+    try:
+        role = _role(fields["role"])
+        email = fields["email"].lower()
+        if any(m.email == email for m in courses.members(session, offering)):
+            raise Invalid(N_("%(email)s is on the roster already; change them in the table below."), field="email",
+                          params={"email": email})  # fmt: skip
+        member = courses.enroll(
+            session,
+            offering=offering,
+            email=email,
+            role=role,
+            section=fields["section"][:64],
+            name=fields["name"][:200],
+            student_id=fields["student_id"][:64],
+            link_account=user.is_admin,
+        )
+    except DomainError as exc:
+        session.rollback()
+        return _roster_page(request, session, access, offering, 422, add_error=error_text(request, exc), add=fields)
+    session.commit()
+    return _to_roster(offering_id, member)
+
+
+def _member_page(
+    request: Request, session: WebSession, offering: Offering, member: Membership, status: int = 200, **extra: Any
+) -> Response:
+    return render(
+        request, "courses/member.html", status, offering=offering, m=member, roles=ROLE_NAMES, statuses=STATUS_NAMES,
+        sections=sorted({m.section for m in courses.members(session, offering) if m.section}), **extra,
+    )  # fmt: skip
+
+
+@router.get("/offerings/{offering_id}/members/{member_id}")
+def member_page(request: Request, offering_id: RowId, member_id: RowId, user: WebUser, session: WebSession) -> Response:
+    """One person of the roster (instructors): their role and section, drop or bring back."""
+    offering = courses.get_offering(session, access_for(session, user), offering_id, Action.ROSTER)
+    return _member_page(request, session, offering, courses.get_member(session, offering, member_id))
+
+
+@router.post("/offerings/{offering_id}/members/{member_id}")
+def change_member(
+    request: Request, offering_id: RowId, member_id: RowId, form: CheckedForm, user: WebUser, session: WebSession
+) -> Response:
+    """``do=save``: the role and section; ``do=drop``; ``do=reactivate``. A role change and a drop write nothing
+    until the confirmation step sends ``confirm=yes`` (the page asks first); a section move alone is written."""
+    offering = courses.get_offering(session, access_for(session, user), offering_id, Action.ROSTER)
+    member = courses.get_member(session, offering, member_id)
+    action, confirmed = _text(form, "do"), _text(form, "confirm") == "yes"
+    try:
+        if action == "drop":
+            if not confirmed:
+                return _member_page(request, session, offering, member, confirm="drop")
+            courses.set_member(session, member, role=None, status=MemberStatus.DROPPED, section=None)
+        elif action == "reactivate":
+            courses.set_member(session, member, role=None, status=MemberStatus.ACTIVE, section=None)
+        else:
+            role, section = _role(_text(form, "role")), _text(form, "section")[:64]
+            if role != member.role and not confirmed:
+                return _member_page(request, session, offering, member, confirm="role", new_role=role,
+                                    new_section=section)  # fmt: skip
+            courses.set_member(
+                session, member, role=role if role != member.role else None, status=None, section=section
+            )
+    except DomainError as exc:
+        session.rollback()
+        return _member_page(request, session, offering, member, 422, error=error_text(request, exc))
+    session.commit()
+    return _to_roster(offering_id, member)
 
 
 # --- a student's row of the gradebook ------------------------------------------------------------------------------

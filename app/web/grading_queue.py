@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
+from app.courses import service as courses
 from app.courses.access import Access, access_for
 from app.deps import RowId, RowIdQuery
 from app.errors import Invalid, NotFound
@@ -62,8 +63,11 @@ def queue_page(
     sub = session.get(Submission, queue[0])
     assert sub is not None  # listed a moment ago
     rubric, language = _rubric(settings, sub)
+    owner = session.get(User, sub.user_id)
+    member = courses.member_of(session, sub.assignment.offering_id, sub.user_id) if sub.assignment else None
     return render(request, "instructor/queue.html", slug=slug, problem=problem, sub=sub, rubric=rubric,
-                  owner=session.get(User, sub.user_id), left=len(queue), language=language,
+                  owner=owner, owner_name=(member.name if member else "") or (owner.display_name if owner else ""),
+                  left=len(queue), language=language,
                   anonymous=anonymous, offering=offering)  # fmt: skip
 
 

@@ -70,7 +70,7 @@ def test_a_second_course_runs_through_the_pages(new_page: Any) -> None:
     check_a11y(admin, "42-roster-preview")
     admin.get_by_role("button", name="Apply").click()
     expect(admin.get_by_text("Applied: 2 added")).to_be_visible()
-    admin.get_by_role("button", name=f"Send an invitation link to {CAROL}").click()
+    admin.get_by_role("button", name=f"Invite {CAROL}").click()
     link = admin.locator("code.invite-link").inner_text()
     assert "/invite/" in link
 
