@@ -116,8 +116,8 @@ def test_staff_without_the_roster_permission_are_refused(client, sessions, world
 def test_the_roster_name_is_the_gradebook_name_and_in_its_csv(client, sessions, world: World) -> None:  # type: ignore[no-untyped-def]
     student = _browser(client)
     stoken = login(student, world.people["a:alice"])
-    resp = student.post("/sets/basic/problems/t1", follow_redirects=False,
-                        data={"csrf_token": stoken, "offering": str(world.a), "answer.b1": "encoder", "answer.b2": "31"})  # fmt: skip
+    answers = {"csrf_token": stoken, "offering": str(world.a), "answer.b1": "encoder", "answer.b2": "31"}
+    resp = student.post("/sets/basic/problems/t1", data=answers, follow_redirects=False)
     assert resp.status_code == 303, resp.text[-300:]
     with sessions() as session:
         alice = session.query(Membership).filter_by(offering_id=world.a, email="alice@example.com").one()
