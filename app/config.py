@@ -49,6 +49,12 @@ class Settings(BaseSettings):
         description="the longest a grading may take (a set whose checks could run longer is refused); a job's "
         "lease never lasts longer",
     )
+    variant_draws: int = Field(
+        default=20, ge=1, le=1000, description="variants the gate draws of each parameterised problem at upload"
+    )
+    variant_timeout_s: float = Field(
+        default=5.0, gt=0, le=120, description="the longest one call of a problem's generator may run (in its checker)"
+    )
     grading_heartbeat_s: float = Field(
         default=10.0,
         gt=0,

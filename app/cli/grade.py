@@ -13,6 +13,7 @@ from app.cli.common import load_set_or_exit, settings_or_exit
 from app.errors import Invalid
 from app.submissions.gradescope import GradescopeResults, error_document, from_grade_result
 from app.submissions.intake import parse_answers_json, read_source_file
+from app.submissions.notebook import left_out_notice, with_cells
 from app.worker.code_grader import LazyCodeGrader
 from graders.grade import check_payload, grade_submission
 from graders.kinds import Payload, PayloadInvalid, kind_of
@@ -64,6 +65,7 @@ def grade(
         result = grade_submission(loaded, problem, payload, grader)
     finally:
         grader.close()
+    _cite_cells(result, payload.get("code"))
     if fmt is Format.GRADESCOPE:
         doc: GradescopeResults = from_grade_result(result, due_at=loaded.spec.due_at)
         _emit(doc.model_dump_json(indent=2), output)
@@ -86,6 +88,18 @@ def _payload(problem: ProblemBase, file: Path | None, answers: str | None) -> Pa
         return check_payload(problem, answers=parsed, code=code)
     except (Invalid, PayloadInvalid) as exc:
         raise _BadInput(exc.message) from exc
+
+
+def _cite_cells(result: GradeResult, code: object) -> None:
+    """A notebook's grade reads as on the server (app.submissions.presenter): feedback cites "cell 3, line 2", and
+    the message says which IPython lines were left out."""
+    if not isinstance(code, str):
+        return
+    for check in result.checks:
+        check.feedback = with_cells(check.feedback, code)
+    notice = left_out_notice(code)
+    if notice:
+        result.message = f"{result.message} {notice}".strip()
 
 
 def _fail(message: str) -> NoReturn:

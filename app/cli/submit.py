@@ -12,6 +12,7 @@ import typer
 
 from app.errors import Invalid
 from app.submissions.intake import parse_answers_json, read_source_file
+from app.submissions.notebook import left_out_notice
 
 
 def submit(
@@ -61,6 +62,9 @@ def submit(
         typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
     else:
         _print(result)
+        notice = left_out_notice(body["code"]) if "code" in body else None
+        if notice:  # a notebook's IPython lines (the server's message says so too, in --json)
+            typer.echo(notice)
     if result["status"] != "graded":
         typer.secho(f"not graded within {wait:g} s (status {result['status']}); see {url}{result['status_url']}")
         raise typer.Exit(2)

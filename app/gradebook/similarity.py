@@ -10,6 +10,11 @@ student's fingerprinted code also found in the other's), so copying a short file
 This is a report for people to read, never a penalty: nothing here changes a grade, and students never see it.
 Fingerprints are kept in this process per code and boilerplate (``_FINGERPRINTS``), so a run after new submissions
 arrive fingerprints only those; the pairwise comparison itself is cheap (sets of hashes).
+
+copydetect hashes each k-gram with Python's ``hash()``, which is salted per process (PYTHONHASHSEED): winnowing then
+keeps other k-grams in each process, and the same class scored differently after a restart (in a 60-student class,
+755 or 960 pairs sharing code, a pair at 100 % or 98.5 %). ``_use_stable_hashes`` gives copydetect a hash of the
+k-gram's bytes instead (blake2b, 8 bytes), the same in every process, so a report can be run again and compared.
 """
 
 from __future__ import annotations
@@ -121,9 +126,33 @@ _FINGERPRINTS: OrderedDict[tuple[str, str], Any] = OrderedDict()  # (code's sha2
 _LOCK = threading.Lock()
 
 
-def _fingerprint(key: tuple[str, str] | None, code: str, boilerplate: list[int]) -> Any:
-    from copydetect import CodeFingerprint  # here: only this report pays for the library (and numpy)
+def _stable_kgram_hashes(string: str, k: int) -> Any:
+    """copydetect.utils.hashed_kgrams with a hash that is the same in every process (see the module's docstring)."""
+    import numpy as np
 
+    blake = hashlib.blake2b
+    hashes = [
+        int.from_bytes(blake(string[at : at + k].encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little",
+                       signed=True)
+        for at in range(len(string) - k + 1)
+    ]  # fmt: skip
+    return np.array(hashes, dtype=np.int64)
+
+
+def _use_stable_hashes() -> None:
+    """Point copydetect at the stable k-gram hash; its fingerprinting looks the function up in its own module at each
+    call (copydetect.utils.get_document_fingerprints), so this covers CodeFingerprint too."""
+    import copydetect.utils  # here: only this report pays for the library (and numpy)
+
+    if copydetect.utils.hashed_kgrams is not _stable_kgram_hashes:
+        with _LOCK:
+            copydetect.utils.hashed_kgrams = _stable_kgram_hashes
+
+
+def _fingerprint(key: tuple[str, str] | None, code: str, boilerplate: list[int]) -> Any:
+    from copydetect import CodeFingerprint
+
+    _use_stable_hashes()
     if key is not None:
         with _LOCK:
             cached = _FINGERPRINTS.get(key)
@@ -143,6 +172,7 @@ def boilerplate_of(references: list[str]) -> tuple[list[int], str]:
     """Every k-gram hash of the reference solutions (window 1: all of them, as copydetect does), and a key."""
     from copydetect import CodeFingerprint
 
+    _use_stable_hashes()
     hashes: set[int] = set()
     for code in references:
         hashes |= set(CodeFingerprint("reference.py", NOISE_TOKENS, 1, fp=io.StringIO(code)).hashes)

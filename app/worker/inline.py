@@ -41,6 +41,7 @@ from graders.code.verdicts import loggable
 from graders.grade import grade_submission
 from graders.kinds import kind_of
 from graders.problemset.loader import LoadedSet
+from graders.problemset.variants import Variant
 from graders.results import GradeResult
 
 log = logging.getLogger(__name__)
@@ -64,15 +65,18 @@ class InlineGrader:
         self.enabled = settings.grade_answers_inline and settings.broker_url is None
         self._slots = threading.BoundedSemaphore(slots)
 
-    def grade(self, loaded: LoadedSet, problem_id: str, payload: dict[str, Any]) -> GradeResult | None:
-        """The answer's grade, or None: not enabled, not a kind graded in process, no free slot, or it raised."""
+    def grade(
+        self, loaded: LoadedSet, problem_id: str, payload: dict[str, Any], variant: Variant | None = None
+    ) -> GradeResult | None:
+        """The answer's grade (against the student's ``variant``), or None: not enabled, not a kind graded in
+        process, no free slot, or it raised."""
         problem = loaded.spec.problem(problem_id)
         if not self.enabled or problem is None or not kind_of(problem).grades_in_process:
             return None
         if not self._slots.acquire(blocking=False):
             return None
         try:
-            result = grade_submission(loaded, problem_id, dict(payload), _no_code_grader)
+            result = grade_submission(loaded, problem_id, dict(payload), _no_code_grader, variant)
         except Exception as exc:
             log.warning("an answer to %s left to the workers: grading it in the request failed: %s", problem_id,
                         loggable(f"{type(exc).__name__}: {exc}"))  # fmt: skip

@@ -10,7 +10,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -20,6 +19,7 @@ from typer.testing import CliRunner
 
 from app.cli.main import app as cli
 from app.config import Settings
+from app.courses import course_sets
 from app.errors import Invalid
 from app.main import create_app
 from app.submissions.models import Submission
@@ -245,18 +245,99 @@ def test_a_refused_notebook_stores_nothing_on_any_path(client, accounts, code_se
         assert session.scalars(select(Submission)).first() is None
 
 
-def test_the_q5_reference_as_a_notebook_scores_full_marks_offline(tmp_path: Path) -> None:
-    """The attention set's q5 reference, split over cells as a student would, scores what the .py file scores."""
-    imports, _, rest = Q5_REFERENCE.partition("\n\n")
-    notebook = tmp_path / "q5.ipynb"
-    notebook.write_bytes(jupyter("!pip install torch", imports, rest, "%timeit 1"))
-    plain = tmp_path / "q5.py"
-    plain.write_text(Q5_REFERENCE, encoding="utf-8")
-    scores = []
-    for file in (plain, notebook):
-        out = _run_cli(tmp_path, "grade", "--set", str(REPO / "problems" / "attention"), "--problem", "q5", str(file),
-                       "--json")  # fmt: skip
-        assert out.exit_code == 0, out.output
-        result = json.loads(out.output)
-        scores.append((result["score"], result["max_score"]))
-    assert scores[0] == scores[1] and scores[1][0] == scores[1][1] == 24, scores
+# The attention set's q5 reference split over cells as a student would: imports, then the function.
+Q5_IMPORTS, Q5_FUNCTION = Q5_REFERENCE.split("\n\n\ndef ", 1)
+Q5_CELLS = (Q5_IMPORTS, "def " + Q5_FUNCTION)
+Q5_NOTEBOOKS = {
+    "jupyter.ipynb": jupyter(*Q5_CELLS),
+    "colab.ipynb": colab(*Q5_CELLS),
+}
+Q5_MAGICS = jupyter("!pip install torch", *Q5_CELLS, "%time out = scaled_attention")
+Q5_NOTE = "IPython lines are not graded and were left out (cell 2, line 1: !pip install torch; cell 5, line 1: %time"
+
+
+@pytest.fixture
+def attention_set(sessions) -> str:  # type: ignore[no-untyped-def]
+    """The shipped attention set, loaded as `serve` loads it but without its mutant gate (minutes of grading)."""
+    with sessions() as session:
+        course_sets.load_dir(session, root=REPO / "problems" / "attention", grader=None)
+        session.commit()
+    return "attention"
+
+
+def _graded_page(client, sub_id: int) -> str:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 300  # bounds a hung grading (q5 takes seconds of CPU); measures nothing
+    while True:
+        html = client.get(f"/submissions/{sub_id}").text
+        if 'data-live="/submissions/' not in html or time.monotonic() > deadline:
+            return html
+        time.sleep(0.1)
+
+
+def _full_marks(result: dict) -> bool:  # type: ignore[type-arg]
+    return result["status"] == "graded" and result["final_score"] == result["max_score"] == 24.0
+
+
+def _post_q5(client, account, name: str, data: bytes) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    """A multipart submission to q5, followed until graded (?wait is capped at a minute: a loaded machine)."""
+    resp = client.post("/api/v1/submissions", params={"wait": 60}, data={"problem_set": "attention", "problem": "q5"},
+                       files={"file": (name, data, "application/x-ipynb+json")}, headers=account.headers)  # fmt: skip
+    assert resp.status_code in (200, 201, 202), resp.text
+    result: dict = resp.json()  # type: ignore[type-arg]
+    deadline = time.monotonic() + 300  # bounds a hung grading; measures nothing
+    while result["status"] in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.2)
+        result = client.get(f"/api/v1/submissions/{result['id']}", headers=account.headers).json()
+    return result
+
+
+@SQLITE_ONLY
+@pytest.mark.slow
+def test_the_q5_reference_in_jupyter_and_colab_notebooks_scores_24_on_every_path(  # type: ignore[no-untyped-def]
+    client, accounts, attention_set, sessions, server, tmp_path
+):
+    """Each notebook through the API (multipart), the set page's file field, `autograder submit` against a running
+    server and the offline `autograder grade`: 24/24, as the reference .py file scores in the gate; one with
+    `!pip install` and `%time` grades the same through `submit` and `grade`, with the note naming those lines."""
+    alice, bob = accounts["alice"], accounts["bob"]
+    for name, data in Q5_NOTEBOOKS.items():
+        api = _post_q5(client, alice, name, data)
+        assert _full_marks(api) and "IPython lines" not in api["message"], (name, api)
+
+    token = login(client, bob)
+    for name, data in Q5_NOTEBOOKS.items():
+        upload = {"file": (name, data, "application/x-ipynb+json")}
+        page = client.post("/sets/attention/problems/q5", data={"csrf_token": token}, files=upload,
+                           follow_redirects=False)  # fmt: skip
+        assert page.status_code == 303, page.text
+        html = _graded_page(client, int(page.headers["location"].rsplit("/", 1)[1]))
+        assert 'class="score">24</span><span class="of"> / 24<' in html, (name, html[-3000:])
+
+    for name, data in Q5_NOTEBOOKS.items():
+        file = tmp_path / name
+        file.write_bytes(data)
+        args = ["submit", "--set", "attention", "--problem", "q5", str(file), "--url", server, "--token", bob.token]
+        submitted = CliRunner().invoke(cli, [*args, "--wait", "60", "--json"])
+        assert submitted.exit_code == 0, submitted.output  # 0: full marks
+        assert _full_marks(json.loads(submitted.output)), submitted.output
+    file = tmp_path / "magics.ipynb"  # the text output, as a student reads it: the score, then the note
+    file.write_bytes(Q5_MAGICS)
+    args = ["submit", "--set", "attention", "--problem", "q5", str(file), "--url", server, "--token", bob.token]
+    submitted = CliRunner().invoke(cli, [*args, "--wait", "60"])
+    assert submitted.exit_code == 0 and "accepted: 24.0 / 24.0" in submitted.output, submitted.output
+    assert Q5_NOTE in submitted.output, submitted.output
+
+    attention = str(REPO / "problems" / "attention")
+    for name, data in {**Q5_NOTEBOOKS, "magics.ipynb": Q5_MAGICS}.items():
+        file = tmp_path / name
+        file.write_bytes(data)
+        offline = _run_cli(tmp_path, "grade", "--set", attention, "--problem", "q5", str(file), "--json")
+        assert offline.exit_code == 0, (name, offline.output)
+        result = json.loads(offline.output)
+        assert (result["score"], result["max_score"]) == (24, 24), (name, result)
+        assert (Q5_NOTE in result["message"]) == (name == "magics.ipynb"), result["message"]
+
+    with sessions() as session:
+        stored = list(session.scalars(select(Submission).order_by(Submission.id)))
+    assert len(stored) == 7 and all(s.payload["code"].startswith("# %% cell ") for s in stored)
+    assert all("iVBOR" not in s.payload["code"] and "outputs" not in s.payload["code"] for s in stored)

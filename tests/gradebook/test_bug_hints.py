@@ -59,14 +59,24 @@ def test_the_hint_shows_for_a_known_mistake_only(client, accounts, tmp_path) -> 
         "zh_CN": "你的 add 用错了运算：检查运算符",
     }
     assert "subtracts" not in str(like_mutant)  # the mutant's file name is the instructor's, never shown
-    assert _submit(client, alice, NUMBERS_ONLY)["bug_hint"] is None  # fails only some of the mutant's checks
-    assert _submit(client, alice, CORRECT)["bug_hint"] is None
+    no_match = _submit(client, alice, NUMBERS_ONLY)  # fails only some of the mutant's checks
+    correct = _submit(client, alice, CORRECT)
+    assert no_match["bug_hint"] is None and no_match["final_score"] < no_match["max_score"]
+    assert correct["bug_hint"] is None and correct["final_score"] == correct["max_score"]
 
     login(client, alice)
     english = client.get(f"/submissions/{like_mutant['id']}", headers=EN).text
+    assert 'lang="en"' in english and 'class="bug-hint"' in english
     assert "This looks like a known mistake:" in english and "check the operator" in english
     chinese = client.get(f"/submissions/{like_mutant['id']}", headers=ZH).text
+    assert 'lang="zh' in chinese and 'class="bug-hint"' in chinese
     assert "这看起来像一个常见错误：" in chinese and "检查运算符" in chinese and "check the operator" not in chinese
+    for silent in (no_match, correct):  # the pages say nothing of a known mistake, in either language
+        for headers, lang in ((EN, 'lang="en"'), (ZH, 'lang="zh')):
+            page = client.get(f"/submissions/{silent['id']}", headers=headers).text
+            assert lang in page and 'class="check' in page, page[:500]  # the graded page, in that language
+            assert 'class="bug-hint"' not in page and "known mistake" not in page and "常见错误" not in page
+            assert "check the operator" not in page and "检查运算符" not in page
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

@@ -5,8 +5,13 @@ solution counts as boilerplate; the CSV has every pair; students and other users
 from __future__ import annotations
 
 import csv
+import html
 import io
+import json
+import os
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -16,7 +21,7 @@ from app.gradebook.similarity import Entry, marked, similar_pairs
 from app.users.models import Role
 from tests.app.conftest import Account
 from tests.app.test_problemset_upload import upload, zip_dir
-from tests.conftest import FIXTURE_SETS
+from tests.conftest import FIXTURE_SETS, REPO
 from tests.web.conftest import csrf_of, login
 
 ORIGINAL = '''\
@@ -64,6 +69,13 @@ def _account(sessions, key: str) -> Account:  # type: ignore[no-untyped-def]
         return Account(user.id, user.email, password, token)
 
 
+def _pair_codes(pair_page: str) -> list[str]:
+    """The two files of a pair page, in its order (each side's heading names its student)."""
+    names = re.findall(r'<h2><a href="/submissions/\d+">([^<]+)</a>', pair_page)
+    by_email = {"alice": ORIGINAL, "bob": NEAR_COPY}
+    return [next(code for key, code in by_email.items() if key in name) for name in names]
+
+
 def _submit(client, account, code: str) -> None:  # type: ignore[no-untyped-def]
     body = {"problem_set": "codeset", "problem": "c1", "code": code}
     resp = client.post("/api/v1/submissions", params={"wait": 60}, json=body, headers=account.headers).json()
@@ -99,7 +111,13 @@ def test_the_near_copy_is_on_top_with_its_shared_code_marked(client, accounts, s
     assert all("dave@example.com" not in row[:2] for row in rows)  # the reference's own code is boilerplate
 
     pair = client.get(f"{report_url}/pairs/0").text
-    assert pair.count("<mark>") >= 2 and "broadcast_tensors" in pair
+    sides = re.findall(r'<pre class="code similarity-code">(.*?)</pre>', pair, re.DOTALL)
+    assert len(sides) == 2, pair
+    for side, code in zip(sides, _pair_codes(pair), strict=True):
+        assert html.unescape(re.sub(r"</?mark>", "", side)) == code  # the whole file, in order
+        shared = html.unescape("".join(re.findall(r"<mark>(.*?)</mark>", side, re.DOTALL)))
+        assert "broadcast_tensors" in shared and "isinstance" in shared, side  # the copied body is marked
+        assert 0.5 * len(code) < len(shared) < len(code), side  # most of it, not all of it
     table = list(csv.DictReader(io.StringIO(client.get(f"{report_url}/csv").text)))
     assert {table[0]["email_a"], table[0]["email_b"]} == {"alice@example.com", "bob@example.com"}
     assert len(table) == len(rows)
@@ -125,3 +143,27 @@ def test_pairs_and_marks_without_a_server() -> None:
     alone = similar_pairs([Entry(1, "a", "a@x", 1, REFERENCE_LIKE), Entry(2, "b", "b@x", 2, REFERENCE_LIKE)],
                           [REFERENCE_LIKE])  # fmt: skip
     assert alone == []
+
+
+_REPORT_IN_A_PROCESS = """
+import json
+from app.gradebook.similarity import Entry, similar_pairs
+from tests.gradebook.test_similarity import NEAR_COPY, ORIGINAL, OWN_WORK, REFERENCE_LIKE
+entries = [Entry(1, "a", "a@x", 1, ORIGINAL), Entry(2, "b", "b@x", 2, NEAR_COPY), Entry(3, "c", "c@x", 3, OWN_WORK),
+           Entry(4, "d", "d@x", 4, OWN_WORK.replace("result", "acc") + ORIGINAL)]
+print(json.dumps([[p.a.name, p.b.name, p.score, p.tokens, p.slices_a, p.slices_b]
+                  for p in similar_pairs(entries, [REFERENCE_LIKE])]))
+"""
+
+
+def test_a_report_is_the_same_in_every_process() -> None:
+    """copydetect hashes k-grams with Python's salted hash(); the report uses a stable hash, so a restarted server
+    (another PYTHONHASHSEED) scores the same class the same, to the marked character."""
+    outputs = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
+        done = subprocess.run([sys.executable, "-c", _REPORT_IN_A_PROCESS], env=env, cwd=REPO, capture_output=True,
+                              text=True, timeout=120, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        outputs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert outputs[0] and outputs[0] == outputs[1] == outputs[2], outputs

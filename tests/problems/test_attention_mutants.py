@@ -7,7 +7,9 @@ neither can drift alone). One warm grader for the module; tensors are small, so 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +19,7 @@ import pytest
 
 from graders.code.runner import CodeGrader
 from graders.model import CodeProblem
+from graders.problemset.likeness import behaves_like, failure_vector
 from graders.problemset.loader import load_problem_set
 from graders.problemset.mutant_gate import GateReport, expected_categories, run_mutant_gate
 
@@ -150,3 +153,28 @@ def test_the_files_declare_the_same_intent(problem_id):
     for name, category in INTENDED[problem_id].items():
         source = (SET_ROOT / "mutants" / problem_id / name).read_text(encoding="utf-8")
         assert category in expected_categories(source), name
+
+
+def test_the_shipped_bug_hints_are_told_for_their_own_mutants_only(gates):
+    """Each q5 hint of the shipped set, in English and Chinese, is what a student whose checks fail as that mutant's
+    do is told (the matcher of graders.problemset.likeness on the gate's own matrix, as the submission page reads
+    it from the version's report); a reference solution, which fails nothing, is told nothing."""
+    spec = load_problem_set(SET_ROOT).spec
+    hinted = 0
+    for problem_id, report in gates.items():
+        problem = spec.problem(problem_id)
+        assert isinstance(problem, CodeProblem)
+        hints = problem.bug_hints
+        gate = json.loads(json.dumps(report.to_dict()))  # as stored in the version's validation report
+        for row in gate["files"]:
+            failed = failure_vector(((name, cell["passed"]) for name, cell in row["checks"].items()), gate)
+            told = [mutant for mutant in behaves_like(gate, failed) if mutant in hints]
+            if row["kind"] == "solution":
+                assert failed == frozenset() and told == [], row["path"]
+            elif row["path"] in hints:
+                assert told[:1] == [row["path"]], (row["path"], sorted(failed or ()), told)
+                words = hints[row["path"]]
+                assert isinstance(words, dict) and words.get("en") and words.get("zh_CN"), words
+                assert re.search(r"[\u4e00-\u9fff]", words["zh_CN"]), words  # Chinese words, not a copy
+                hinted += 1
+    assert hinted >= 3  # wrong_softmax_axis, missing_sqrt_dk and inverted_mask
