@@ -1,10 +1,10 @@
 """The issue's "Done when", through the pages alone in Chromium.
 
-An admin creates a second course and offering, imports a roster CSV with its preview, assigns attention (due in a
-week, 3 attempts, the answer key after the due date) and ch9, gives dana a 2-day extension and sends the new
-student an invitation link; a student of the other offering sees nothing of it. The new student sets her password
-from the link, and at ch9 q1: a malformed answer uses no attempt, 4/5 does not show the answer key, the fourth
-attempt is refused with a clear message.
+An admin creates a second course and offering, imports a roster CSV with its preview, adds one person and makes them
+a TA after the confirmation, assigns attention (due in a week, 3 attempts, the answer key after the due date) and
+ch9, gives dana a 2-day extension and sends the new student an invitation link; a student of the other offering sees
+nothing of it. The new student sets her password from the link, and at ch9 q1: a malformed answer uses no attempt,
+4/5 does not show the answer key, the fourth attempt is refused with a clear message.
 """
 
 from __future__ import annotations
@@ -73,6 +73,22 @@ def test_a_second_course_runs_through_the_pages(new_page: Any) -> None:
     admin.get_by_role("button", name=f"Invite {CAROL}").click()
     link = admin.locator("code.invite-link").inner_text()
     assert "/invite/" in link
+
+    # One person by hand, then made a TA after the confirmation step (nothing changes before it).
+    add = admin.locator("form[action$='/members']")
+    add.get_by_label("Email").fill(f"erin-{RUN}@example.com")
+    add.get_by_label("Name").fill("Erin Zhou")
+    add.get_by_label("Section").fill("S2")
+    add.get_by_role("button", name="Add").click()
+    expect(admin.get_by_text("Saved: Erin Zhou is student (invited).")).to_be_visible()
+    check_a11y(admin, "45-roster-one-person")
+    admin.get_by_role("link", name="Change Erin Zhou").click()
+    admin.get_by_label("Role").select_option("ta")
+    admin.get_by_role("button", name="Save").click()
+    expect(admin.get_by_text("Change the role of Erin Zhou from student to TA?")).to_be_visible()
+    check_a11y(admin, "46-roster-confirm-role")
+    admin.get_by_role("button", name="Yes, make Erin Zhou TA").click()
+    expect(admin.get_by_text("Saved: Erin Zhou is TA (invited).")).to_be_visible()
 
     admin.goto(settings_url)
     overrides = admin.locator("form[action$='/overrides']")

@@ -114,16 +114,22 @@ def test_a_set_refused_at_start_up_is_shown_to_instructors(as_instructor, settin
     assert "Refused at start-up: <code>broken</code>" in html and "problemset.yaml" in html
 
 
-def test_grading_queue_scores_checked_rubric_items_and_goes_on(accounts, as_instructor):  # type: ignore[no-untyped-def]
+def test_grading_queue_scores_checked_rubric_items_and_goes_on(accounts, as_instructor, sessions):  # type: ignore[no-untyped-def]
+    from app.courses.models import Membership
+
     client, token = as_instructor
+    with sessions() as session:  # the roster's name is the one the queue shows
+        session.query(Membership).filter_by(email="alice@example.com").one().name = "Alice Liddell"
+        session.commit()
     for who in ("alice", "bob"):
         body = {"problem_set": "basic", "problem": "t3", "answers": {"b1": f"{who} held"}}
         client.post("/api/v1/submissions", json=body, headers=accounts[who].headers, params={"wait": 10})
     page = client.get("/instructor/sets/basic/queue/t3")
     assert page.status_code == 200 and "alice held" in page.text and "alice@example.com" in page.text
+    assert "Alice Liddell" in page.text
     assert "2 in the queue" in page.text and 'name="met" value="r1"' in page.text
     anonymous = client.get("/instructor/sets/basic/queue/t3", params={"anonymous": 1}).text
-    assert "alice held" in anonymous and "alice@example.com" not in anonymous
+    assert "alice held" in anonymous and "alice@example.com" not in anonymous and "Liddell" not in anonymous
     first = int(re.search(r'/queue/t3/(\d+)"', page.text).group(1))  # type: ignore[union-attr]
     saved = client.post(f"/instructor/sets/basic/queue/t3/{first}", data={"csrf_token": token, "met": "r1",
                         "comment.r1": "clear", "anonymous": "1"}, follow_redirects=False)  # fmt: skip
