@@ -83,7 +83,7 @@ def test_a_second_course_runs_through_the_pages(new_page: Any) -> None:
     expect(admin.get_by_text("Saved: Erin Zhou is student (invited).")).to_be_visible()
     check_a11y(admin, "45-roster-one-person")
     admin.get_by_role("link", name="Change Erin Zhou").click()
-    admin.get_by_label("Role").select_option("ta")
+    admin.get_by_label("Role", exact=True).select_option("ta")
     admin.get_by_role("button", name="Save").click()
     expect(admin.get_by_text("Change the role of Erin Zhou from student to TA?")).to_be_visible()
     check_a11y(admin, "46-roster-confirm-role")
