@@ -112,3 +112,47 @@ def test_every_child_of_the_pool_is_fresh_after_a_submission(grader: CodeGrader)
     grader._pool.settle()
     after = set(slot.pool.pooled_pids())
     assert after and not after & before
+
+
+COUNTERS_PROBE = r'''
+import ctypes, os, socket
+
+def counters():
+    """Host-wide counters a process can read of itself: each is a count of the processes or mounts made before."""
+    seen = {}
+    try:
+        fd = os.pidfd_open(os.getpid())
+        seen["pidfd_inode"] = os.fstat(fd).st_ino
+    except OSError as exc:
+        seen["pidfd_inode"] = exc.errno
+    a, b = socket.socketpair()
+    try:
+        fd = a.getsockopt(socket.SOL_SOCKET, 77)  # SO_PEERPIDFD (Linux 6.5)
+        seen["peer_pidfd_inode"] = os.fstat(fd).st_ino
+    except OSError as exc:
+        seen["peer_pidfd_inode"] = exc.errno
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(256)
+    AT_FDCWD, STATX_MNT_ID_UNIQUE = -100, 0x4000
+    if libc.syscall(332, AT_FDCWD, b"/proc", 0, STATX_MNT_ID_UNIQUE, buf) == 0:  # statx (x86_64)
+        mask = int.from_bytes(buf.raw[0:4], "little")
+        seen["mount_id"] = int.from_bytes(buf.raw[144:152], "little") if mask & STATX_MNT_ID_UNIQUE else None
+    else:
+        seen["mount_id"] = ctypes.get_errno()
+    return seen
+'''
+
+
+def test_a_child_reads_no_host_wide_counter_of_processes_or_mounts(grader: CodeGrader) -> None:
+    """pidfs numbers every process of the host from one counter, and the unique mount id every mount: refused."""
+    import errno
+    import platform
+
+    slot = grader._pool.slots[0]
+    slot.settle()
+    with child(slot, BIG, STUDENT, COUNTERS_PROBE) as process:
+        seen = call(process, "counters")
+    assert seen["pidfd_inode"] in (errno.ENOSYS, errno.EPERM), seen
+    assert seen["peer_pidfd_inode"] in (errno.ENOPROTOOPT, errno.EPERM), seen
+    if platform.machine() == "x86_64":
+        assert seen["mount_id"] in (None, errno.EPERM, errno.ENOSYS, errno.EINVAL), seen
