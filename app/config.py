@@ -49,6 +49,12 @@ class Settings(BaseSettings):
         description="the longest a grading may take (a set whose checks could run longer is refused); a job's "
         "lease never lasts longer",
     )
+    variant_draws: int = Field(
+        default=20, ge=1, le=1000, description="variants the gate draws of each parameterised problem at upload"
+    )
+    variant_timeout_s: float = Field(
+        default=5.0, gt=0, le=120, description="the longest one call of a problem's generator may run (in its checker)"
+    )
     grading_heartbeat_s: float = Field(
         default=10.0,
         gt=0,
@@ -57,8 +63,8 @@ class Settings(BaseSettings):
     )
     grade_answers_inline: bool = Field(
         default=True,
-        description="embedded mode: grade fill-in answers in the API process and store them graded (never "
-        "queued); false sends every submission through the workers, as a broker does",
+        description="grade fill-in answers in the API process and store them graded (never queued), with or "
+        "without a broker; false sends every submission through the workers",
     )
     max_grading_attempts: int = Field(default=3, ge=1, description="internal errors are retried this often")
     min_free_disk_bytes: int = Field(
@@ -92,6 +98,14 @@ class Settings(BaseSettings):
         default=None, ge=1, le=65535, description="`autograder worker` serves /metrics on this port (no token)"
     )
     worker_metrics_host: str = Field(default="127.0.0.1", description="the interface of worker_metrics_port")
+    worker_nice: int = Field(
+        default=0,
+        ge=0,
+        le=19,
+        description="`autograder worker` runs at this nice value (and, leading its own session, its autogroup too), "
+        "so that on a host of its own the API's logins and requests come before gradings; 0: the API's priority. "
+        "Beside other tenants' work a niced worker yields to them as well (app/worker/priority.py)",
+    )
     webhook_allow_private: bool = Field(
         default=False, description="allow webhook targets in private and loopback ranges (CI on a private network)"
     )

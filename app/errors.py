@@ -76,6 +76,14 @@ class Unauthorized(DomainError):
     type = "unauthorized"
 
 
+class ProblemUnavailable(DomainError):
+    """The problem cannot be served now for a reason of its set's own (its generator failed): not the student's
+    fault, and a retry does not help until the instructor fixes the set (so no Retry-After)."""
+
+    status_code = 503
+    type = "problem_unavailable"
+
+
 class UnsupportedMediaType(DomainError):
     status_code = 415
     type = "unsupported_media_type"

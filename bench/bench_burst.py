@@ -31,10 +31,9 @@ from typing import Any
 import httpx
 
 from app.config import REPO_ROOT
+from app.courses import accounts, course_sets
 from app.db import make_engine, make_session_factory
 from app.migrate import upgrade
-from app.problemsets import service as sets
-from app.users import service as users
 from app.users.models import Role
 from bench.bench_fill_in import percentile, trimmed
 from bench.bench_fill_in_concurrency import database
@@ -63,12 +62,12 @@ def prepare(url: str) -> list[str]:
     sessions = make_session_factory(engine)
     tokens = []
     with sessions() as session:
-        sets.load_dir(session, root=SET, grader=None)
+        course_sets.load_dir(session, root=SET, grader=None)
         for i in range(STUDENTS):
-            user, _ = users.create_user(session, email=f"burst{i}@example.com", role=Role.STUDENT)
-            tokens.append(users.create_token(session, user=user, name="bench")[1])
-        admin, _ = users.create_user(session, email="prometheus@example.com", role=Role.ADMIN)
-        tokens.append(users.create_token(session, user=admin, name="prometheus", scopes=["metrics"])[1])
+            user, _ = accounts.create_user(session, email=f"burst{i}@example.com", role=Role.STUDENT)
+            tokens.append(accounts.create_token(session, user=user, name="bench")[1])
+        admin, _ = accounts.create_user(session, email="prometheus@example.com", role=Role.ADMIN)
+        tokens.append(accounts.create_token(session, user=admin, name="prometheus", scopes=["metrics"])[1])
         session.commit()
     engine.dispose()
     return tokens

@@ -25,7 +25,9 @@ submissions with one attempt number), read from the database after the run.
         [--modes embedded,celery] [--login api|page]
 
 The Celery run uses ``AUTOGRADER_BENCH_REDIS_URL`` (default redis://127.0.0.1:6379/0), flushed first; PostgreSQL:
-``AUTOGRADER_BENCH_POSTGRES_URL`` (a fresh database is created and dropped).
+``AUTOGRADER_BENCH_POSTGRES_URL`` (a fresh database is created and dropped). In both modes the API grades the fill-in
+answers itself and the workers the q5 files; ``AUTOGRADER_GRADE_ANSWERS_INLINE=false`` in the environment sends the
+answers through the workers too (through Celery in the scale-out run, as every submission went before).
 """
 
 from __future__ import annotations
@@ -50,12 +52,11 @@ import httpx
 from sqlalchemy import func, select
 
 from app.config import REPO_ROOT
+from app.courses import accounts, course_sets
 from app.db import make_engine, make_session_factory
 from app.migrate import upgrade
-from app.problemsets import service as sets
 from app.security import hash_password
 from app.submissions.models import CheckResultRow, Status, Submission
-from app.users import service as users
 from app.users.models import Role
 from bench.bench_fill_in import percentile
 from bench.bench_fill_in_concurrency import database
@@ -119,11 +120,11 @@ def prepare(url: str, classes: dict[str, int]) -> dict[str, list[str]]:
     emails = {name: [f"{name}{i}@example.com" for i in range(n)] for name, n in classes.items()}
     # Set-up only: one argon2 hash for every student (each costs ~0.1 s of CPU); every login still verifies it.
     shared_hash = hash_password(PASSWORD)
-    with sessions() as session, mock.patch.object(users, "hash_password", lambda _password: shared_hash):
+    with sessions() as session, mock.patch.object(accounts, "hash_password", lambda _password: shared_hash):
         for root in (CH9, ATTENTION):
-            sets.load_dir(session, root=root, grader=None)
+            course_sets.load_dir(session, root=root, grader=None)
         for email in (e for group in emails.values() for e in group):
-            users.create_user(session, email=email, role=Role.STUDENT, password=PASSWORD)
+            accounts.create_user(session, email=email, role=Role.STUDENT, password=PASSWORD)
         session.commit()
     engine.dispose()
     return emails

@@ -23,11 +23,10 @@ import httpx
 import uvicorn
 
 from app.config import REPO_ROOT, Settings
+from app.courses import accounts, course_sets
 from app.db import make_engine, make_session_factory
 from app.main import create_app
 from app.migrate import upgrade
-from app.problemsets import service as sets
-from app.users import service as users
 from app.users.models import Role
 from graders.grade import grade_submission
 from graders.problemset.loader import load_problem_set
@@ -69,11 +68,11 @@ def main() -> None:
         upgrade(settings.resolved_database_url)
         sessions = make_session_factory(make_engine(settings.resolved_database_url))
         with sessions() as session:
-            sets.load_dir(session, root=REPO_ROOT / "problems" / "ch9", grader=None)
-            user, _ = users.create_user(session, email="bench@example.com", role=Role.STUDENT)
-            _, token = users.create_token(session, user=user, name="bench")
-            admin, _ = users.create_user(session, email="prometheus@example.com", role=Role.ADMIN)
-            _, metrics_token = users.create_token(session, user=admin, name="prometheus", scopes=["metrics"])
+            course_sets.load_dir(session, root=REPO_ROOT / "problems" / "ch9", grader=None)
+            user, _ = accounts.create_user(session, email="bench@example.com", role=Role.STUDENT)
+            _, token = accounts.create_token(session, user=user, name="bench")
+            admin, _ = accounts.create_user(session, email="prometheus@example.com", role=Role.ADMIN)
+            _, metrics_token = accounts.create_token(session, user=admin, name="prometheus", scopes=["metrics"])
             session.commit()
         port = free_port()
         server = uvicorn.Server(uvicorn.Config(create_app(settings), port=port, log_level="warning"))

@@ -28,10 +28,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from app.config import REPO_ROOT
+from app.courses import accounts, course_sets
 from app.db import make_engine, make_session_factory
 from app.migrate import upgrade
-from app.problemsets import service as sets
-from app.users import service as users
 from app.users.models import Role
 from bench.bench_fill_in import CASES, free_port, percentile, run_inprocess
 from graders.problemset.loader import load_problem_set
@@ -65,9 +64,9 @@ def prepare(url: str) -> str:
     engine = make_engine(url)
     sessions = make_session_factory(engine)
     with sessions() as session:
-        sets.load_dir(session, root=REPO_ROOT / "problems" / "ch9", grader=None)
-        user, _ = users.create_user(session, email="bench@example.com", role=Role.STUDENT)
-        _, token = users.create_token(session, user=user, name="bench")
+        course_sets.load_dir(session, root=REPO_ROOT / "problems" / "ch9", grader=None)
+        user, _ = accounts.create_user(session, email="bench@example.com", role=Role.STUDENT)
+        _, token = accounts.create_token(session, user=user, name="bench")
         session.commit()
     engine.dispose()
     return token

@@ -14,11 +14,17 @@ from graders.kinds import GradeContext, Payload, ValidateContext, kind_of
 from graders.model import ProblemBase
 from graders.problemset.loader import LoadedSet
 from graders.problemset.validate import ValidationReport
+from graders.problemset.variant_gate import DEFAULT_DRAWS
+from graders.problemset.variants import Variant, VariantSource, apply_variant, render_prompt
 from graders.results import GradeResult
 
 
 def grade_submission(
-    loaded: LoadedSet, problem_id: str, payload: Payload, code_grader: Callable[[], CodeGraderLike]
+    loaded: LoadedSet,
+    problem_id: str,
+    payload: Payload,
+    code_grader: Callable[[], CodeGraderLike],
+    variant: Variant | None = None,
 ) -> GradeResult:
     """Grade a stored payload against a loaded set.
 
@@ -27,6 +33,7 @@ def grade_submission(
         problem_id: the problem's id in that set.
         payload: what ``check_payload`` built when the submission was stored.
         code_grader: returns the code grader, built on first use (answer-only grading never starts a sandbox).
+        variant: the submission's variant of a parameterised problem (its parts' answers replace the set's).
 
     Returns:
         The GradeResult. Raises LookupError for an unknown problem, SandboxError when the sandbox itself failed.
@@ -34,6 +41,7 @@ def grade_submission(
     problem = loaded.spec.problem(problem_id)
     if problem is None:
         raise LookupError(f"problem {problem_id!r} is not in set {loaded.spec.id!r}")
+    problem = apply_variant(problem, variant)
     return kind_of(problem).grade(problem, payload, GradeContext(root=loaded.root, code_grader=code_grader))
 
 
@@ -80,11 +88,15 @@ def validate_set(
     progress: Callable[[str], None] | None = None,
     max_grading_s: float | None = None,
     only: Collection[str] | None = None,
+    variants: VariantSource | None = None,
+    variant_draws: int = DEFAULT_DRAWS,
 ) -> ValidationReport:
     """Check every accept/reject case and (with a grader) run every code problem's solutions and mutants.
 
     ``max_grading_s``: the longest the service lets one grading run (its lease); code problems whose checks could
-    take longer are refused. ``only``: these problem ids alone (a code problem's points import its checks, and so
+    take longer are refused. ``variants`` runs the generators of parameterised problems (the set's checker), whose
+    gate draws ``variant_draws`` variants; without it they are noted as not checked. ``only``: these problem ids
+    alone (a code problem's points import its checks, and so
     torch: showing one answer problem of a set should not).
     """
     report = ValidationReport()
@@ -92,20 +104,26 @@ def validate_set(
         if only is not None and problem.id not in only:
             continue
         where = f"problems[{index}] ({problem.id})"
-        context = ValidateContext(loaded, where, report, code_grader, progress, max_grading_s)
+        context = ValidateContext(
+            loaded, where, report, code_grader, progress, max_grading_s, variants=variants, variant_draws=variant_draws
+        )
         kind_of(problem).validate(problem, context)
     return report
 
 
-def problem_view(problem: ProblemBase, loaded: LoadedSet, points: float | None) -> dict[str, Any]:
-    """What a student may see of a problem: prompt, parts with their kinds and hints, points, rubric."""
+def problem_view(
+    problem: ProblemBase, loaded: LoadedSet, points: float | None, variant: Variant | None = None
+) -> dict[str, Any]:
+    """What a student may see of a problem: prompt (with the viewer's ``variant``), parts with their kinds and
+    hints, points, rubric."""
+    problem = apply_variant(problem, variant)
     kind = kind_of(problem)
     return {
         "id": problem.id,
         "title": problem.title,
         "kind": problem.kind,
         "takes": kind.takes,
-        "prompt": loaded.prompt(problem.id),
+        "prompt": render_prompt(loaded.prompt(problem.id), variant),
         "points": points,
         "rubric": [{"id": r.id, "points": r.points, "description": r.description} for r in problem.rubric],
         **kind.view(problem),

@@ -16,6 +16,7 @@ from graders.answers.registry import PartSpec, kind_name, table_union
 from graders.answers.specs import AnswerSpec, ChoiceSpec
 
 ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
+PARAMETER_PATTERN = r"[A-Za-z][A-Za-z0-9_]{0,31}"
 
 
 def _relative_path(value: str) -> str:
@@ -52,6 +53,27 @@ class ProblemBase(_Model):
     prompt: RelPath = Field(description="a Markdown file under prompts/")
     explanation: RelPath | None = Field(default=None, description="Markdown shown after grading, when the set allows")
     rubric: list[RubricItem] = Field(default_factory=list, description="items an instructor scores by hand")
+    parameters: list[str] = Field(
+        default_factory=list,
+        max_length=50,
+        description="names the prompt uses as {%name%}; each student's values come from the generator",
+    )
+    generator: RelPath | None = Field(
+        default=None,
+        description="a Python file of the set defining generate(seed) -> {params, parts}; run in the set's jailed "
+        "checker only (graders/problemset/variants.py)",
+    )
+
+    @model_validator(mode="after")
+    def _parameters(self) -> ProblemBase:
+        for name in self.parameters:
+            if not re.fullmatch(PARAMETER_PATTERN, name):
+                raise ValueError(f"parameter {name!r} is not a name (letters, digits, _; a letter first)")
+        if len(set(self.parameters)) != len(self.parameters):
+            raise ValueError("parameters: a name is listed twice")
+        if bool(self.parameters) != (self.generator is not None):
+            raise ValueError("parameters and generator go together: a problem with one needs the other")
+        return self
 
     def part_ids(self) -> list[str]:
         """The ids of the answer parts a submission fills in (none for code problems)."""

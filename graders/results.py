@@ -71,6 +71,9 @@ class CheckResult:
     feedback: str
     visibility: Visibility = Visibility.VISIBLE
     duration_ms: float = 0.0
+    # The feedback as stable codes with parameters (graders.words.Words.to_wire()), for the pages to word in the
+    # viewer's language; None for plain text (answer parts, older results).
+    words: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

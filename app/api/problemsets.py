@@ -16,7 +16,7 @@ from app.courses.policy import policy_for
 from app.deps import MAX_ROW_ID, InstructorUser, PrincipalDep, SessionDep, SettingsDep, cross_site
 from app.error_format import error_responses
 from app.errors import Forbidden, Invalid, NotFound
-from app.problemsets import aliases, service
+from app.problemsets import aliases, service, variants
 from app.problemsets.models import ProblemSet
 from app.problemsets.schemas import (
     AliasRequest,
@@ -26,6 +26,7 @@ from app.problemsets.schemas import (
     UploadResult,
     VersionPublic,
 )
+from app.submissions.attempts import variant_rounds
 from graders.grade import problem_view
 
 router = APIRouter(prefix="/problem-sets", tags=["problem sets"])
@@ -85,7 +86,11 @@ def get_problem_set(
     loaded = service.loaded_version(settings, version)
     started = _open(request, session, principal, found.assignment)
     due = policy_for(found.assignment, loaded.spec, "", member, started_at=started).deadline
-    return service.student_view(version, loaded, due_at=due)
+    rounds = variant_rounds(session, found.assignment, principal.user.id)
+    mine = variants.student_variants(session, settings, version=version, loaded=loaded, rounds=rounds,
+                                     assignment_id=found.assignment.id, user_id=principal.user.id)  # fmt: skip
+    session.commit()  # a variant generated now is kept
+    return service.student_view(version, loaded, due_at=due, variants=mine)
 
 
 def _open(request: Request, session: SessionDep, principal: PrincipalDep, assignment: Assignment) -> datetime | None:
@@ -126,7 +131,12 @@ def get_problem(
         _open(request, session, principal, found.assignment)
     if problem is None:
         raise NotFound(f"unknown problem {problem_id!r} in set {slug!r}", field="problem_id")
-    return problem_view(problem, loaded, version.validation_report.get("points", {}).get(problem_id))
+    round_ = variant_rounds(session, found.assignment, principal.user.id).get(problem_id, 0)
+    _, variant = variants.student_variant(session, settings, version=version, loaded=loaded, problem=problem,
+                                          assignment_id=found.assignment.id, user_id=principal.user.id,
+                                          round_=round_)  # fmt: skip
+    session.commit()  # a variant generated now is kept
+    return problem_view(problem, loaded, version.validation_report.get("points", {}).get(problem_id), variant)
 
 
 @router.post("", response_model=UploadResult, status_code=201, responses=error_responses(404, 409))

@@ -133,6 +133,7 @@ _POLICY_COLUMNS = (
     ("release_explanation", "release_explanation"),
     ("release_answer_key", "release_answer_key"),
     ("time_limit", "time_limit_min"),
+    ("new_variant_after", "new_variant_after"),
 )
 _DATE_COLUMNS = ("open_at", "due_at")
 
@@ -152,6 +153,9 @@ DecayOpt = Annotated[float | None, typer.Option(help="fraction lost per attempt 
 CountsOpt = Annotated[Counts | None, typer.Option(help="best or last")]
 ReleaseOpt = Annotated[Release | None, typer.Option(help=_POLICY_HELP["release"])]
 TimeLimitOpt = Annotated[int | None, typer.Option(help="minutes from each student's first open (timed)")]
+NewVariantOpt = Annotated[
+    int | None, typer.Option(help="a parameterised problem draws new numbers after this many attempts")
+]
 
 
 @assignments_app.command("add")
@@ -169,6 +173,7 @@ def add_assignment(
     release_explanation: ReleaseOpt = None,
     release_answer_key: ReleaseOpt = None,
     time_limit: TimeLimitOpt = None,
+    new_variant_after: NewVariantOpt = None,
 ) -> None:
     """Assign a loaded set in an offering with its dates and policies."""
     policy = _policy(locals())  # first, while the command's options are its only names
@@ -195,6 +200,7 @@ def set_assignment(
     release_explanation: ReleaseOpt = None,
     release_answer_key: ReleaseOpt = None,
     time_limit: TimeLimitOpt = None,
+    new_variant_after: NewVariantOpt = None,
 ) -> None:
     """Change an assignment's dates or policies (only the options given)."""
     policy = _policy(locals())  # first, while the command's options are its only names

@@ -3,6 +3,7 @@ overrides, webhooks, grade, submit, doctor."""
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 import typer
@@ -103,13 +104,23 @@ def serve(
 @app.command()
 def worker(
     concurrency: Annotated[int | None, typer.Option(help="grading slots (default AUTOGRADER_WORKERS)")] = None,
+    nice: Annotated[
+        int | None, typer.Option(min=0, max=19, help="CPU priority below the API's (default AUTOGRADER_WORKER_NICE)")
+    ] = None,
 ) -> None:
     """Run grading workers: Celery workers when a broker is configured, else a database-polling pool."""
     from app.server_limits import raise_open_file_limit
+    from app.worker.priority import lower_priority
 
     settings = settings_or_exit()
     logs.configure(settings.log_format)
     raise_open_file_limit()
+    # Before any thread or sandbox child starts: they all inherit it (app/worker/priority.py).
+    lowered = lower_priority(settings.worker_nice if nice is None else nice)
+    logging.getLogger("app.worker").info(
+        "worker CPU priority: nice %s, autogroup %s", lowered.nice,
+        "left as it is" if lowered.autogroup_nice is None else f"nice {lowered.autogroup_nice}",
+    )  # fmt: skip
     if settings.worker_metrics_port:
         # A separate bind, not the API's token-protected route: keep it on a private interface.
         from prometheus_client import start_http_server

@@ -14,6 +14,7 @@ from app.config import Settings
 from app.courses import course_sets
 from app.problemsets import refused, service
 from app.problemsets.service import ProblemSetRejected
+from app.problemsets.variants import close_variant_checkers, variant_checkers
 from app.worker.code_grader import LazyCodeGrader, sandbox_config
 from graders.grade import problem_view, validate_set
 from graders.model import ProblemBase
@@ -41,9 +42,11 @@ def validate(
         raise typer.Exit(1) from exc
     grader = LazyCodeGrader(settings)
     try:
-        report = validate_set(loaded, code_grader=grader, progress=_progress, max_grading_s=settings.grading_lease_s)
+        report = validate_set(loaded, code_grader=grader, progress=_progress, max_grading_s=settings.grading_lease_s,
+                              variants=variant_checkers(settings), variant_draws=settings.variant_draws)  # fmt: skip
     finally:
         grader.close()
+        close_variant_checkers()
     typer.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) if as_json else report.render_text())
     raise typer.Exit(0 if report.ok else 1)
 
@@ -60,6 +63,7 @@ def load(folders: Annotated[list[Path], typer.Argument(help="problem-set folders
             failed |= not load_one(sessions, folder, grader)
     finally:
         grader.close()
+        close_variant_checkers()
     raise typer.Exit(1 if failed else 0)
 
 
@@ -76,6 +80,8 @@ def load_one(sessions: sessionmaker[Session], folder: Path, grader: LazyCodeGrad
                 progress=_progress,
                 max_grading_s=grader.settings.grading_lease_s,
                 keep_newer=keep_newer,
+                variants=variant_checkers(grader.settings),
+                variant_draws=grader.settings.variant_draws,
             )
             session.commit()
         except ProblemSetInvalid as exc:

@@ -23,6 +23,8 @@ from app.problemsets.models import ProblemSetVersion
 from graders.code.grader import CodeGraderLike
 from graders.problemset.loader import load_problem_set
 from graders.problemset.validate import ValidationReport
+from graders.problemset.variant_gate import DEFAULT_DRAWS
+from graders.problemset.variants import VariantSource
 
 
 def load_dir(
@@ -33,6 +35,8 @@ def load_dir(
     progress: Callable[[str], None] | None = None,
     max_grading_s: float | None = None,
     keep_newer: bool = False,
+    variants: VariantSource | None = None,
+    variant_draws: int = DEFAULT_DRAWS,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
     """Load a set from a folder (serve's shipped sets, `autograder problems load`); it is assigned in the default
     offering the first time, so the demo course has it.
@@ -47,8 +51,9 @@ def load_dir(
     if keep_newer and replaced is not None and sets.folder_is_older(session, loaded, replaced):
         return replaced, ValidationReport(), False
     out = sets.ingest(
-        session, loaded=loaded, user_id=None, grader=grader, progress=progress, max_grading_s=max_grading_s
-    )
+        session, loaded=loaded, user_id=None, grader=grader, progress=progress, max_grading_s=max_grading_s,
+        variants=variants, variant_draws=variant_draws,
+    )  # fmt: skip
     courses.default_assignment(session, out[0].problem_set)
     if out[2]:
         sets.warn_replaced(loaded.spec.id, out[0], replaced)

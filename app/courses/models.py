@@ -142,6 +142,9 @@ class Assignment(Base):
     # A timed assignment: each student's clock starts when they first open it (AssignmentStart); their time ends
     # after this many minutes x their override's time_multiplier, and never after the due date. None: untimed.
     time_limit_min: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # A parameterised problem draws a new variant for a student after this many of their attempts at it
+    # (PrairieLearn's "new variant after N attempts"); None: one variant per student (app.problemsets.variants).
+    new_variant_after: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     offering: Mapped[Offering] = relationship()

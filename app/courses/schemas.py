@@ -139,7 +139,7 @@ class Policy(PatchBody):
     # null clears these (no pin, no dates, the set's own late policy, unlimited, untimed); the others have a value.
     nullable: ClassVar[frozenset[str]] = frozenset(
         {"pinned_version", "open_at", "due_at", "late_penalty_per_day", "max_late_days", "max_attempts",
-         "time_limit_min"}
+         "time_limit_min", "new_variant_after"}
     )  # fmt: skip
     pinned_version: int | None = Field(None, ge=1, description="a version number to pin; omit for the latest")
     open_at: Instant | None = None
@@ -163,6 +163,13 @@ class Policy(PatchBody):
         le=7 * 24 * 60,
         description="a timed assignment: minutes from each student's first open (x their override's "
         "time_multiplier), never past the due date; null: untimed",
+    )
+    new_variant_after: int | None = Field(
+        None,
+        ge=1,
+        le=10_000,
+        description="a parameterised problem gives a student a new variant (new numbers) after this many of their "
+        "attempts at it; null: one variant per student",
     )
 
 
@@ -190,6 +197,7 @@ class AssignmentPublic(BaseModel):
     release_answer_key: str
     problem_policies: dict[str, Any]
     time_limit_min: int | None
+    new_variant_after: int | None
 
 
 class OverrideCreate(BaseModel):

@@ -259,6 +259,7 @@ POLICY_FIELDS = (
     "problem_policies",
     "pinned_version_id",
     "time_limit_min",
+    "new_variant_after",
 )
 
 
@@ -307,6 +308,9 @@ def _check_policy(session: Session, a: Assignment) -> None:
         raise Invalid(N_("max_attempts must be at least 1 (leave it out for unlimited)"), field="max_attempts")
     if a.time_limit_min is not None and a.time_limit_min < 1:
         raise Invalid(N_("time_limit_min is at least 1 minute (leave it out for untimed)"), field="time_limit_min")
+    if a.new_variant_after is not None and a.new_variant_after < 1:
+        raise Invalid(N_("new_variant_after is at least 1 attempt (leave it out to keep one variant)"),
+                      field="new_variant_after")  # fmt: skip
     if a.cooldown_s < 0:
         raise Invalid(N_("cooldown_s cannot be negative"), field="cooldown_s")
     if not 0.0 <= a.decay_per_attempt <= 1.0:

@@ -23,6 +23,7 @@ from app.gradebook.models import RegradeBatch
 from app.gradebook.service import requeue
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import loaded_version
+from app.problemsets.variants import variant_of
 from app.submissions.attempts import EPS
 from app.submissions.models import Status, Submission, final_score_of, round_score
 from app.submissions.penalties import Penalties, grading_penalties
@@ -31,6 +32,7 @@ from graders.code.grader import CodeGraderLike
 from graders.grade import grade_submission
 from graders.kinds import kind_of
 from graders.problemset.loader import LoadedSet
+from graders.problemset.variants import Variant
 
 NO_GRADE = "no grade"
 # The most submissions a preview grades in the page's request (a fill-in answer takes well under a millisecond, a
@@ -180,8 +182,12 @@ def predict(session: Session, settings: Settings, selection: Selection, limit: i
     for sub in selection.submissions:
         penalties = grading_penalties(session, sub, loaded.spec)
         try:
+            # The submission's own variant under the current version's generator, as the worker will grade it.
+            variant = None
+            if sub.variant_seed is not None and problem.generator is not None:
+                variant = variant_of(session, settings, selection.version, loaded, problem, sub.variant_seed)
             after[sub.id] = regraded_score(loaded, selection.problem_id, sub.payload, penalties, manual_of(sub),
-                                           _no_code_grader)  # fmt: skip
+                                           _no_code_grader, variant)  # fmt: skip
         except Exception:  # answers the current version cannot read: the worker would record a failure
             after[sub.id], failed = None, failed + 1
     return Prediction(known=True, before=before, after=after, failed=failed)
@@ -198,10 +204,11 @@ def regraded_score(
     penalties: Penalties,
     manual: float | None,
     code_grader: Callable[[], CodeGraderLike],
+    variant: Variant | None = None,
 ) -> float:
-    """The final score a regrade would give a stored payload: the worker's entry point (graders.grade), the
-    penalties it would recompute, the hand-given points it keeps. Raises what grading raises."""
-    result = grade_submission(loaded, problem_id, dict(payload), code_grader)
+    """The final score a regrade would give a stored payload (of its ``variant``): the worker's entry point
+    (graders.grade), the penalties it would recompute, the hand-given points it keeps. Raises what grading raises."""
+    result = grade_submission(loaded, problem_id, dict(payload), code_grader, variant)
     return round_score(final_score_of(result.score, manual, penalties.late, penalties.decay))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, LargeBinary, String, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Integer, LargeBinary, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db import Base, UTCDateTime, utcnow
@@ -47,3 +47,21 @@ class ProblemSetVersion(Base):
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("user.id", ondelete="SET NULL"), nullable=True)
 
     problem_set: Mapped[ProblemSet] = relationship(back_populates="versions")
+
+
+class ProblemVariant(Base):
+    """A parameterised problem's variant for one seed, as its generator gave it in the set's checker (validated):
+    a cache, so that a page view or a grading does not start the checker again. A version never changes, so
+    neither does its variant for a seed."""
+
+    __tablename__ = "problem_variant"
+    __table_args__ = (UniqueConstraint("problem_set_version_id", "problem_id", "seed"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    problem_set_version_id: Mapped[int] = mapped_column(
+        ForeignKey("problem_set_version.id", ondelete="CASCADE"), index=True
+    )
+    problem_id: Mapped[str] = mapped_column(String(64))
+    seed: Mapped[int] = mapped_column(BigInteger)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -18,6 +18,7 @@ from app.errors import N_, Conflict, Forbidden, Invalid, NotFound
 from app.problemsets import checking_code
 from app.problemsets.models import ProblemSet, ProblemSetVersion
 from app.problemsets.storage import load_version
+from app.problemsets.variants import variant_checkers
 from graders.code.grader import CodeGraderLike
 from graders.grade import problem_view, validate_set
 from graders.model import ProblemSetSpec
@@ -25,6 +26,8 @@ from graders.problemset.archive import ArchiveLimits, pack_files, unpack_archive
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import LoadedSet, load_problem_set
 from graders.problemset.validate import ValidationReport
+from graders.problemset.variant_gate import DEFAULT_DRAWS
+from graders.problemset.variants import Variant, VariantSource
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,8 @@ def ingest(
     max_grading_s: float | None = None,
     may_replace: Callable[[ProblemSet], bool] | None = None,
     based_on: int | None = None,
+    variants: VariantSource | None = None,
+    variant_draws: int = DEFAULT_DRAWS,
 ) -> tuple[ProblemSetVersion, ValidationReport, bool]:
     """Validate ``loaded`` completely, then store it as a new version (or return the identical latest one).
 
@@ -87,7 +92,8 @@ def ingest(
         )  # fmt: skip
     if latest is not None and latest.content_hash == loaded.content_hash:
         return latest, ValidationReport(), False
-    report = validate_set(loaded, code_grader=grader, progress=progress, max_grading_s=max_grading_s)
+    report = validate_set(loaded, code_grader=grader, progress=progress, max_grading_s=max_grading_s,
+                          variants=variants, variant_draws=variant_draws)  # fmt: skip
     if not report.ok:
         raise ProblemSetRejected(report)
     if based_on is not None and problem_set is not None:  # again: another edit may have been stored meanwhile
@@ -237,6 +243,8 @@ def upload(
             max_grading_s=settings.grading_lease_s,
             may_replace=may_replace,
             based_on=based_on,
+            variants=variant_checkers(settings),
+            variant_draws=settings.variant_draws,
         )
 
 
@@ -311,10 +319,16 @@ def loaded_version(settings: Settings, version: ProblemSetVersion) -> LoadedSet:
     return load_version(settings.data_dir, version.content_hash, lambda: version.archive)
 
 
-def student_view(version: ProblemSetVersion, loaded: LoadedSet, due_at: datetime | None = None) -> dict[str, Any]:
+def student_view(
+    version: ProblemSetVersion,
+    loaded: LoadedSet,
+    due_at: datetime | None = None,
+    variants: dict[str, Variant] | None = None,
+) -> dict[str, Any]:
     """What a student may see: prompts, part ids and kinds, points. Never answers, checks, solutions or mutants.
 
     ``due_at``: the viewer's due date (their assignment's, with their override); default the set's own.
+    ``variants``: problem id -> the viewer's variant of each parameterised problem (app.problemsets.variants).
     """
     spec = loaded.spec
     due_at = due_at or spec.due_at
@@ -325,7 +339,7 @@ def student_view(version: ProblemSetVersion, loaded: LoadedSet, due_at: datetime
         "description": spec.description,
         "version": version.number,
         "due_at": due_at.isoformat() if due_at else None,
-        "problems": [problem_view(p, loaded, points.get(p.id)) for p in spec.problems],
+        "problems": [problem_view(p, loaded, points.get(p.id), (variants or {}).get(p.id)) for p in spec.problems],
     }
 
 

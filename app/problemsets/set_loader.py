@@ -30,6 +30,7 @@ from app.config import Settings
 from app.problemsets import refused
 from app.problemsets import service as sets
 from app.problemsets.models import ProblemSet, ProblemSetVersion
+from app.problemsets.variants import variant_checkers
 from graders.code.grader import CodeGraderLike
 from graders.grade import validate_set
 from graders.problemset.errors import ProblemSetInvalid
@@ -319,7 +320,12 @@ class SetLoader:
                 raise _Stopping()
 
         report = validate_set(
-            loaded, code_grader=self._grader, progress=progress, max_grading_s=self.settings.grading_lease_s
+            loaded,
+            code_grader=self._grader,
+            progress=progress,
+            max_grading_s=self.settings.grading_lease_s,
+            variants=variant_checkers(self.settings),
+            variant_draws=self.settings.variant_draws,
         )
         if self._stop.is_set():  # the gate caught the stop (or a grader closed under it) as one of its errors
             raise _Stopping()

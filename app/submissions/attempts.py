@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from app.courses.models import Assignment, Counts, MemberRole, Membership, MemberStatus
@@ -122,3 +122,17 @@ def students(session: Session, offering_id: int, user_ids: set[int]) -> list[Use
     return [
         u for u, status in session.execute(query) if (u.is_active and status == MemberStatus.ACTIVE) or u.id in user_ids
     ]
+
+
+def variant_rounds(session: Session, assignment: Assignment, user_id: int) -> dict[str, int]:
+    """Problem id -> how many new variants the student has drawn under ``new_variant_after`` (their next attempt's
+    variant: attempts so far // N); empty when the assignment keeps one variant per student."""
+    every = assignment.new_variant_after
+    if not every:
+        return {}
+    used = session.execute(
+        select(Submission.problem_id, func.count())
+        .where(Submission.assignment_id == assignment.id, Submission.user_id == user_id)
+        .group_by(Submission.problem_id)
+    )
+    return {problem_id: count // every for problem_id, count in used}

@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, overload
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     ColumnElement,
     Float,
@@ -59,6 +60,9 @@ class Submission(Base):
         ForeignKey("assignment.id", ondelete="CASCADE"), nullable=True, index=True
     )
     problem_id: Mapped[str] = mapped_column(String(64))
+    # The variant of a parameterised problem this submission answered (app.problemsets.variants); NULL: the
+    # problem has one variant for all. A regrade, on this version or a new one, keeps it.
+    variant_seed: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     payload: Mapped[dict[str, Any]] = mapped_column(StudentJSON)
     status: Mapped[str] = mapped_column(String(16), default=Status.QUEUED, index=True)
     source: Mapped[str] = mapped_column(String(8), default=Source.API)
@@ -97,6 +101,9 @@ class CheckResultRow(Base):
     feedback: Mapped[str] = mapped_column(Text, default="")
     visibility: Mapped[str] = mapped_column(String(16), default="visible")
     duration_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    # The feedback as codes with parameters (graders.words), for the pages to word in the viewer's language; None
+    # for plain text. Read as data from a stranger each time (graders.words.parse_words).
+    words: Mapped[dict[str, Any] | None] = mapped_column(StudentJSON, nullable=True, default=None)
 
     submission: Mapped[Submission] = relationship(back_populates="checks")
 

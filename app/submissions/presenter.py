@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import object_session
 
 from app.db import utcnow
+from app.problemsets.variants import cached
 from app.submissions.models import CheckResultRow, Status, Submission, final_score_of, round_score
-from app.submissions.notebook import left_out_notice, with_cells
+from app.submissions.notebook import is_notebook_source, left_out_notice, with_cells
 from app.submissions.release import Seal
 from app.submissions.schemas import CheckPublic, SubmissionPublic, SubmissionSummary
 from graders.grade import answer_key
+from graders.model import ProblemBase
 from graders.problemset.likeness import behaves_like, failure_vector
 from graders.problemset.loader import LoadedSet
+from graders.problemset.variants import Variant, apply_variant, render_prompt
+from graders.words import parse_words
 
 
 def is_revealed(visibility: str, *, seal: Seal, now: datetime) -> bool:
@@ -36,6 +43,7 @@ def _check(r: CheckResultRow, *, open_: bool, seal: Seal, source: str | None) ->
             feedback="result shown after the due date",
             visibility=r.visibility,
             duration_ms=0.0,
+            words=None,
         )
     return CheckPublic(
         name=r.name,
@@ -45,10 +53,20 @@ def _check(r: CheckResultRow, *, open_: bool, seal: Seal, source: str | None) ->
         max_score=r.max_score,
         # A notebook's feedback cites "cell 7, line 3" rather than a line of the joined source.
         feedback=(with_cells(r.feedback, source) if source else r.feedback) if seal.feedback else _FEEDBACK_LATER,
+        # The words say what the text says; where the text was rewritten (a notebook's cells), the text alone.
+        words=_words(r, source) if seal.feedback else None,
         visibility=r.visibility,
         # How long a hidden check ran is a channel: a sleep chosen from a hidden input reads back ~10 bits a check.
         duration_ms=r.duration_ms if r.visibility == "visible" or seal.staff else 0.0,
     )
+
+
+def _variant(sub: Submission, problem: ProblemBase) -> Variant | None:
+    """The submission's variant as stored when it was made or graded (read back, never generated here)."""
+    session = object_session(sub)
+    if sub.variant_seed is None or problem.generator is None or session is None:
+        return None
+    return cached(session, sub.problem_set_version_id, problem, sub.variant_seed)
 
 
 def submission_public(sub: Submission, loaded: LoadedSet, *, seal: Seal) -> SubmissionPublic:
@@ -67,9 +85,14 @@ def submission_public(sub: Submission, loaded: LoadedSet, *, seal: Seal) -> Subm
     explanation = None
     if graded and seal.explanation:
         text = loaded.explanation(sub.problem_id)
+        problem_now = spec.problem(sub.problem_id)
+        if text and problem_now is not None:
+            text = render_prompt(text, _variant(sub, problem_now))
         explanation = {"markdown": text} if text else None
     problem = spec.problem(sub.problem_id)
-    key = answer_key(problem) if graded and seal.answer_key and problem is not None else None
+    key = None
+    if graded and seal.answer_key and problem is not None:  # the key of the submission's own variant
+        key = answer_key(apply_variant(problem, _variant(sub, problem)))
     hidden = bool(sealed) or not seal.scores
     return SubmissionPublic(
         id=sub.id,
@@ -126,6 +149,13 @@ def _bug_hint(sub: Submission, problem: object) -> dict[str, str] | None:
 
 
 _NOT_A_CHECK = "manual"  # a rubric row, not a check of the gate's matrix (as in app.gradebook.stats)
+
+
+def _words(r: CheckResultRow, source: str | None) -> dict[str, Any] | None:
+    if source is not None and is_notebook_source(source):
+        return None
+    words = parse_words(r.words)  # checked again: what a checker sent, stored
+    return words.to_wire() if words is not None and words.english() == r.feedback else None
 
 
 def _code_of(sub: Submission) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +35,11 @@ class CheckPublic(BaseModel):
     feedback: str
     visibility: str
     duration_ms: float
+    words: dict[str, Any] | None = Field(
+        None,
+        description="the feedback as stable codes with parameters: {headline, details, needs}, each sentence "
+        "{code, template, params} (docs/check-authoring.md); null where the feedback is plain text",
+    )
 
 
 class SubmissionPublic(BaseModel):

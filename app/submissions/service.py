@@ -22,7 +22,9 @@ from app.db import utcnow
 from app.errors import N_, Conflict, Invalid, NotFound
 from app.problemsets.models import ProblemSet
 from app.problemsets.service import loaded_version
+from app.problemsets.variants import student_variant
 from app.submissions.allocation import store_next_attempt
+from app.submissions.attempts import variant_rounds
 from app.submissions.models import CheckResultRow, Grade, Source, Status, Submission
 from app.submissions.notebook import require_entrypoints
 from app.submissions.penalties import Penalties, penalties_of
@@ -30,6 +32,7 @@ from app.users.models import User
 from graders.grade import check_payload, format_errors
 from graders.kinds import PayloadInvalid
 from graders.problemset.loader import LoadedSet
+from graders.problemset.variants import Variant
 from graders.results import GradeResult
 
 # Built once: every post with an Idempotency-Key asks.
@@ -56,8 +59,11 @@ class Stored:
 class GradesInline(Protocol):
     """What ``store`` asks to grade a submission in the request instead of the workers (app/worker/inline.py)."""
 
-    def grade(self, loaded: LoadedSet, problem_id: str, payload: dict[str, Any]) -> GradeResult | None:
-        """The grade, when this process grades this problem itself now; None leaves the row to the workers."""
+    def grade(
+        self, loaded: LoadedSet, problem_id: str, payload: dict[str, Any], variant: Variant | None = None
+    ) -> GradeResult | None:
+        """The grade (against the student's ``variant``), when this process grades this problem itself now; None
+        leaves the row to the workers."""
 
     def record(
         self, session: Session, sub: Submission, result: GradeResult, penalties: Penalties, *, offering_id: int
@@ -160,8 +166,12 @@ def store(
         raise Closed(N_("problem set %(set)s is closed: it was due %(when)s"),
                      params={"set": repr(problem_set), "when": deadline})  # fmt: skip
 
+    # A parameterised problem: this student's own numbers, generated in the set's checker the first time.
+    seed, variant = student_variant(session, settings, version=version, loaded=loaded, problem=problem,
+                                    assignment_id=assignment.id, user_id=user.id,
+                                    round_=variant_rounds(session, assignment, user.id).get(problem_id, 0))  # fmt: skip
     grading_started = time.perf_counter()
-    result = inline.grade(loaded, problem_id, payload) if inline is not None else None
+    result = inline.grade(loaded, problem_id, payload, variant) if inline is not None else None
     grading_s = time.perf_counter() - grading_started
     graded_at = utcnow() if result is not None else None
 
@@ -171,6 +181,7 @@ def store(
             problem_set_version=version,  # loaded already: showing it needs no query for it
             assignment_id=assignment.id,
             problem_id=problem_id,
+            variant_seed=seed,
             payload=payload,
             source=source,
             attempt=attempt,

@@ -42,7 +42,8 @@ def blank_html(
 ) -> Markup:
     """The label, input, mark, note and preview of one blank (escaped throughout; safe to put in the prompt).
 
-    ``tr``: the page's language for the words this adds (the hint and the grader's feedback stay as written).
+    ``tr``: the page's language for the words this adds and the format hint (the grader's feedback stays as
+    written).
     ``offering``: the page's offering, carried by the preview's address (the set may be assigned in several).
     """
     tr = tr or NullTranslations()
@@ -53,7 +54,7 @@ def blank_html(
     has_preview = ANSWER_KINDS[part["kind"]].preview is not None
     n = 1 if part["points"] == 1 else 2  # points may be fractional: English says "1 pt", "1.5 pts"
     points = " · " + tr.ngettext("%(num)s pt", "%(num)s pts", n) % {"num": f"{part['points']:g}"} if multi_part else ""
-    hint = f"{part['hint']}{points}"
+    hint = f"{tr.gettext(part['hint'])}{points}"  # the kinds' hints are marked for the catalogs (N_)
     attrs = Markup(
         'id="{fid}" name="answer.{pid}" aria-describedby="{note}" maxlength="{limit}" data-limit="{limit}"'
     ).format(fid=fid, pid=pid, note=note_id, limit=MAX_ANSWER_CHARS)

@@ -400,7 +400,8 @@ def _problem_policies(form: FormData, problem_ids: list[str]) -> dict[str, Any]:
 
 
 # Blank fields: None means "unlimited" or "the set's own policy".
-_INTS: dict[str, int | None] = {"max_attempts": None, "max_late_days": None, "cooldown_s": 0, "time_limit_min": None}
+_INTS: dict[str, int | None] = {"max_attempts": None, "max_late_days": None, "cooldown_s": 0, "time_limit_min": None,
+                                  "new_variant_after": None}  # fmt: skip
 _FLOATS: dict[str, float | None] = {"late_penalty_per_day": None, "decay_per_attempt": 0.0}
 
 

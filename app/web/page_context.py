@@ -21,8 +21,10 @@ from app.db import utcnow
 from app.gradebook import service as gradebook
 from app.gradebook.service import Progress
 from app.problemsets import service as sets
+from app.problemsets.variants import student_variants
 from app.submissions import service as submissions
 from app.submissions.allocation import attempts_used
+from app.submissions.attempts import variant_rounds
 from app.submissions.models import Status, Submission
 from app.submissions.presenter import submission_public
 from app.submissions.release import seal_for, seal_of
@@ -215,7 +217,10 @@ def set_page(
         started = clock.start(session, found.assignment, user.id)
         session.commit()
     policy = policy_for(found.assignment, loaded.spec, "", member, started_at=started)
-    view = sets.student_view(version, loaded, due_at=policy.deadline)
+    variants = student_variants(session, settings, version=version, loaded=loaded, assignment_id=found.assignment.id,
+                                user_id=user.id, rounds=variant_rounds(session, found.assignment, user.id))  # fmt: skip
+    session.commit()  # a variant generated now is kept
+    view = sets.student_view(version, loaded, due_at=policy.deadline, variants=variants)
     view["time_limit_min"] = found.assignment.time_limit_min
     view["time_ends_at"] = policy.time_ends_at
     view["language"] = loaded.spec.language

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -17,6 +18,7 @@ from app.db import database_unavailable, session_scope, utcnow
 from app.lti.passback import queue_score
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import loaded_version
+from app.problemsets.variants import variant_of
 from app.submissions.models import CheckResultRow, Grade, Status, Submission
 from app.submissions.penalties import Penalties, grading_penalties
 from app.webhooks.service import enqueue_event
@@ -27,12 +29,15 @@ from graders.code.verdicts import loggable
 from graders.grade import grade_submission
 from graders.input_limits import storable
 from graders.problemset.loader import LoadedSet
+from graders.problemset.variants import Variant
 from graders.results import GradeResult
 from graders.sandbox.errors import SandboxError
 
 log = logging.getLogger(__name__)
 GRADER_VERSION = "1"
 T = TypeVar("T")
+# What a claimed job grades: the set, the problem, the payload, the penalties and the submission's variant.
+_Claimed = tuple[LoadedSet, str, dict[str, object], Penalties, Variant | None]
 
 
 class GradingJob:
@@ -62,9 +67,9 @@ class GradingJob:
                 claimed = self._patiently(lambda: self._load(submission_id, worker), submission_id)
                 if claimed is None:
                     return
-                loaded, problem_id, payload, penalty = claimed
+                loaded, problem_id, payload, penalty, variant = claimed
                 labels = job_labels(loaded, problem_id)
-                result = grade_submission(loaded, problem_id, payload, self.code_grader)
+                result = grade_submission(loaded, problem_id, payload, self.code_grader, variant)
             if self._patiently(lambda: self._record(submission_id, worker, result, penalty), submission_id):
                 self.announce_finished(submission_id)
                 observe.graded(submission_id, worker, labels, result, time.perf_counter() - start)
@@ -95,7 +100,7 @@ class GradingJob:
             time.sleep(delay)
             delay = min(5.0, delay * 2)
 
-    def _load(self, submission_id: int, worker: str) -> tuple[LoadedSet, str, dict[str, object], Penalties] | None:
+    def _load(self, submission_id: int, worker: str) -> _Claimed | None:
         with session_scope(self.session_factory) as session:
             sub = session.get(Submission, submission_id)
             if sub is None or sub.claimed_by != worker:
@@ -103,7 +108,13 @@ class GradingJob:
             version = session.get(ProblemSetVersion, sub.problem_set_version_id)
             assert version is not None
             loaded = loaded_version(self.settings, version)
-            return loaded, sub.problem_id, dict(sub.payload), grading_penalties(session, sub, loaded.spec)
+            problem = loaded.spec.problem(sub.problem_id)
+            variant = None
+            # The seed stored with the submission: a regrade (on this version or a newer one) keeps the variant.
+            if sub.variant_seed is not None and problem is not None and problem.generator is not None:
+                variant = variant_of(session, self.settings, version, loaded, problem, sub.variant_seed)
+            penalties = grading_penalties(session, sub, loaded.spec)
+            return loaded, sub.problem_id, dict(sub.payload), penalties, variant
 
     def announce_finished(self, submission_id: int) -> None:
         """Wake whoever waits for this submission's grade (a ?wait request); never raises."""
@@ -159,6 +170,11 @@ def job_labels(loaded: LoadedSet, problem_id: str) -> observe.JobLabels:
     return observe.JobLabels(loaded.spec.id, problem_id, problem.kind if problem is not None else "unknown")
 
 
+def storable_words(words: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Words for the JSON column, or None where they hold a NUL (which PostgreSQL refuses): the text then."""
+    return None if words is None or "\\u0000" in json.dumps(words) else words
+
+
 def result_rows(
     submission_id: int, result: GradeResult, penalties: Penalties, previous: Grade | None = None
 ) -> list[CheckResultRow | Grade]:
@@ -175,6 +191,7 @@ def result_rows(
             feedback=storable(check.feedback),
             visibility=str(check.visibility),
             duration_ms=check.duration_ms,
+            words=storable_words(check.words),
         )
         for position, check in enumerate(result.checks)
     ]

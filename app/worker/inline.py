@@ -41,6 +41,7 @@ from graders.code.verdicts import loggable
 from graders.grade import grade_submission
 from graders.kinds import kind_of
 from graders.problemset.loader import LoadedSet
+from graders.problemset.variants import Variant
 from graders.results import GradeResult
 
 log = logging.getLogger(__name__)
@@ -59,20 +60,26 @@ class InlineGrader:
 
     def __init__(self, settings: Settings, job: GradingJob, slots: int = INLINE_SLOTS) -> None:
         self.settings, self.job = settings, job
-        # Only in the embedded default: with a broker the workers grade everything, and a post made while the
-        # broker is down stays queued for the outbox (app/worker/outbox.py).
-        self.enabled = settings.grade_answers_inline and settings.broker_url is None
+        # With a broker too: an answer sent through Celery cost the API, the workers and the database about 45 ms
+        # of CPU more than this, and waited behind code gradings in the workers' queue (bench.bench_class_load,
+        # 300 students on 2 cores: fill-in ?wait=10 posts p50 10.5 s against 0.41 s). Code still goes to the
+        # workers; an answer this request cannot grade is stored queued and sent, and while the broker is down it
+        # waits in the outbox (app/worker/outbox.py).
+        self.enabled = settings.grade_answers_inline
         self._slots = threading.BoundedSemaphore(slots)
 
-    def grade(self, loaded: LoadedSet, problem_id: str, payload: dict[str, Any]) -> GradeResult | None:
-        """The answer's grade, or None: not enabled, not a kind graded in process, no free slot, or it raised."""
+    def grade(
+        self, loaded: LoadedSet, problem_id: str, payload: dict[str, Any], variant: Variant | None = None
+    ) -> GradeResult | None:
+        """The answer's grade (against the student's ``variant``), or None: not enabled, not a kind graded in
+        process, no free slot, or it raised."""
         problem = loaded.spec.problem(problem_id)
         if not self.enabled or problem is None or not kind_of(problem).grades_in_process:
             return None
         if not self._slots.acquire(blocking=False):
             return None
         try:
-            result = grade_submission(loaded, problem_id, dict(payload), _no_code_grader)
+            result = grade_submission(loaded, problem_id, dict(payload), _no_code_grader, variant)
         except Exception as exc:
             log.warning("an answer to %s left to the workers: grading it in the request failed: %s", problem_id,
                         loggable(f"{type(exc).__name__}: {exc}"))  # fmt: skip

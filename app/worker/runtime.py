@@ -9,6 +9,7 @@ from typing import Any
 
 from app.config import Settings
 from app.db import engine_for, make_session_factory
+from app.problemsets.variants import close_variant_checkers
 from app.worker.code_grader import LazyCodeGrader
 from app.worker.grading import GradingJob
 from app.worker.inline import InlineGrader
@@ -59,6 +60,7 @@ class WorkerRuntime:
         database connections."""
         self.services.stop()
         self.code_grader.close()
+        close_variant_checkers()
         self.engine.dispose()
 
     def __enter__(self) -> WorkerRuntime:

@@ -17,14 +17,31 @@ wrongly is probed again each time.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 from checklibs.attention.calling import call_attention
 from checklibs.attention.compare import compare
 from checklibs.attention.inputs import AttentionCase, random_case
 from checklibs.attention.reference import reference_attention
-from graders.code.check_api import CheckFailed, CheckFunc, StudentProxy, check, spec_of
+from graders.code.check_api import (
+    N_,
+    CheckFailed,
+    CheckFunc,
+    Said,
+    StudentProxy,
+    Words,
+    check,
+    said,
+    spec_of,
+    text_said,
+    words_of,
+)
 
-NEEDS_BASIC = "these points need correct results on a basic case first"
+NEEDS_BASIC = N_("these points need correct results on a basic case first")
+NEEDS_BASIC_BECAUSE = N_("these points need correct results on a basic case first: %(problem)s")
+# The headline of a gated check whose probe failed: the check it waits on (the pages say when that one passed).
+NEEDS_CHECK = N_("needs %(check)s first")
 # Lenient on purpose: the probe asks "does it compute attention at all"; precision is judged by other checks.
 BASIC_RTOL, BASIC_ATOL = 1e-4, 1e-6
 
@@ -51,17 +68,29 @@ def basic_problem(student: StudentProxy, entry: str, *, visible: bool = False) -
     return None
 
 
-def attention_probe(*entries: str, visible: bool = False) -> Probe:
-    """A probe that every function of ``entries`` computes attention correctly on the basic case."""
+@dataclass(frozen=True)
+class AttentionProbe:
+    """A probe that every function of ``entries`` computes attention correctly on the basic case.
 
-    def probe(student: StudentProxy) -> str | None:
-        for entry in entries:
-            problem = basic_problem(student, entry, visible=visible)
+    ``needs`` names the check of the same set that tests what the probe does (plain attention on non-symmetric
+    scores, ``softmax_axis`` in q5): the gated checks' feedback says they wait on it.
+    """
+
+    entries: tuple[str, ...]
+    visible: bool = False
+    needs: str | None = None
+
+    def __call__(self, student: StudentProxy) -> str | None:
+        for entry in self.entries:
+            problem = basic_problem(student, entry, visible=self.visible)
             if problem is not None:
                 return problem
         return None
 
-    return probe
+
+def attention_probe(*entries: str, visible: bool = False, needs: str | None = None) -> Probe:
+    """A probe that every function of ``entries`` computes attention correctly on the basic case."""
+    return AttentionProbe(entries, visible, needs)
 
 
 def no_probe(student: StudentProxy) -> str | None:
@@ -69,25 +98,43 @@ def no_probe(student: StudentProxy) -> str | None:
     return None
 
 
-def gate(student: StudentProxy, probe: Probe, body: Callable[[], str | None]) -> str | None:
-    """Run a check's ``body`` only for its points when ``probe`` passes; otherwise score 0 and say why."""
+Feedback = str | Said | Words | None
+F = TypeVar("F", bound=Feedback)
+
+
+def gate(student: StudentProxy, probe: Probe, body: Callable[[], F]) -> F:
+    """Run a check's ``body`` only for its points when ``probe`` passes; otherwise score 0 and say why.
+
+    The feedback's headline is "needs <check> first" when the probe names the check it stands for (``needs``);
+    the details keep the body's own diagnosis and the basic case's problem.
+    """
     problem = probe(student)
     if problem is None:
         return body()
+    diagnosis: Words | None = None
     try:
         body()
     except CheckFailed as failed:
-        raise CheckFailed(f"{failed.feedback}\n{NEEDS_BASIC}: {problem}") from None
+        diagnosis = failed.words or words_of(failed.feedback)
     except AssertionError as failed:
-        raise CheckFailed(f"{str(failed) or 'the check failed'}\n{NEEDS_BASIC}: {problem}") from None
-    raise CheckFailed(f"{NEEDS_BASIC}: {problem}")
+        diagnosis = words_of(str(failed) or "the check failed")
+    because = said("attention.basic.needs_basic", NEEDS_BASIC_BECAUSE, problem=text_said(problem))
+    needs = getattr(probe, "needs", None)
+    lines = [] if diagnosis is None else [diagnosis.headline, *diagnosis.details]
+    if needs is not None:
+        raise CheckFailed(
+            Words.fitted(said("attention.basic.needs", NEEDS_CHECK, check=needs), [*lines, because], needs)
+        )
+    if diagnosis is None:
+        raise CheckFailed(Words(because))
+    raise CheckFailed(Words.fitted(lines[0], [*lines[1:], because]))
 
 
 def gated(func: CheckFunc, probe: Probe) -> CheckFunc:
     """The same check (name, points, category, visibility, budget) with its points behind ``probe``."""
     spec = spec_of(func)
 
-    def run(student: StudentProxy) -> str | None:
+    def run(student: StudentProxy) -> Feedback:
         return gate(student, probe, lambda: spec.func(student))
 
     run.__doc__ = spec.description

@@ -14,6 +14,25 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from graders.code.check_api import N_, Said, Words, of_text, said, text_said
+
+DIFFERS = N_("%(what)s differs from %(against)s")
+ORDERS = N_(
+    "max abs error of order %(abs)s, max rel error of order %(rel)s (dtype %(dtype)s; tolerance rtol=%(rtol)s, "
+    "atol=%(atol)s)"
+)
+EXACT = N_(
+    "max abs error %(abs)s, max rel error %(rel)s, worst at index %(index)s (dtype %(dtype)s; tolerance "
+    "rtol=%(rtol)s, atol=%(atol)s)"
+)
+# The nouns the library's comparisons name, translated where they are shown (any other name is shown as given).
+NOUNS = {"weights": N_("weights"), "output": N_("output"), "the reference": N_("the reference")}
+
+
+def noun(text: str) -> Said:
+    """A name of what is compared, as a sentence of its own: translated when it is one of ``NOUNS``."""
+    return said("attention.noun", NOUNS[text]) if text in NOUNS else text_said(text)
+
 
 @dataclass(frozen=True)
 class Mismatch:
@@ -29,16 +48,31 @@ class Mismatch:
     against: str = "the reference"
 
     def describe(self, *, visible: bool = False) -> str:
-        tolerance = f"(dtype {self.dtype}; tolerance rtol={self.rtol:g}, atol={self.atol:g})"
+        words = self.words(visible=visible)
+        return f"{words.headline.english()}: {words.details[0].english()}"
+
+    def words(self, *, visible: bool = False) -> Words:
+        """The headline (what differs) and, as its detail, the errors: orders of magnitude unless ``visible``."""
+        head = said("attention.compare.differs", DIFFERS, what=noun(self.what), against=noun(self.against))
+        tolerance = {"dtype": self.dtype, "rtol": f"{self.rtol:g}", "atol": f"{self.atol:g}"}
         if not visible:
-            return (
-                f"{self.what} differs from {self.against}: max abs error of order {magnitude(self.max_abs)}, max "
-                f"rel error of order {magnitude(self.max_rel)} {tolerance}"
+            errors = said(
+                "attention.compare.orders",
+                ORDERS,
+                abs=magnitude(self.max_abs),
+                rel=magnitude(self.max_rel),
+                **tolerance,
             )
-        return (
-            f"{self.what} differs from {self.against}: max abs error {self.max_abs:.3g}, max rel error "
-            f"{self.max_rel:.3g}, worst at index {self.index} {tolerance}"
-        )
+        else:
+            errors = said(
+                "attention.compare.exact",
+                EXACT,
+                abs=f"{self.max_abs:.3g}",
+                rel=f"{self.max_rel:.3g}",
+                index=str(self.index),
+                **tolerance,
+            )
+        return Words(head, (errors,))
 
 
 def magnitude(value: float) -> str:
@@ -130,6 +164,29 @@ def compare(
             return problem
     found = mismatch(actual, expected, rtol=rtol, atol=atol, what=what, against=against)
     return found.describe(visible=visible) if found else None
+
+
+def compare_words(
+    actual: object,
+    expected: Tensor,
+    *,
+    rtol: float,
+    atol: float,
+    what: str,
+    against: str = "the reference",
+    visible: bool = False,
+) -> Words | None:
+    """``compare`` as words (graders.words): what differs as the headline, the errors as its detail."""
+    problem = shape_problem(actual, expected, what, visible=visible)
+    if problem is not None:
+        return of_text(problem)
+    assert isinstance(actual, Tensor)
+    if bool(torch.isfinite(expected).all()):
+        problem = nonfinite_problem(actual, what, visible=visible)
+        if problem is not None:
+            return of_text(problem)
+    found = mismatch(actual, expected, rtol=rtol, atol=atol, what=what, against=against)
+    return found.words(visible=visible) if found else None
 
 
 def is_close(actual: object, expected: Tensor, *, rtol: float = 1e-6, atol: float = 1e-9) -> bool:

@@ -47,14 +47,16 @@ def determinism_check(
     name: str = "determinism",
     visibility: str = "hidden",
     basic: bool = True,
+    needs: str | None = "softmax_axis",
 ) -> CheckFunc:
     """Build the check: identical results for identical inputs (in-place edits: see the module docstring).
 
-    With ``basic`` (the default) the points need correct results on a basic case first (basic.gate): returning
+    With ``basic`` (the default) the points need correct results on a basic case first (basic.gate; ``needs``
+    names the check of the set that tests that case, for the feedback): returning
     zeros twice is repeatable too.
     """
     visible = is_visible(visibility)
-    probe = attention_probe(entry, visible=visible) if basic else no_probe
+    probe = attention_probe(entry, visible=visible, needs=needs) if basic else no_probe
 
     @check(points=points, category="determinism", visibility=visibility, name=name)
     def determinism(student: StudentProxy) -> str | None:

@@ -53,6 +53,7 @@ def dtype_device_check(
     name: str = "keeps_dtype_device",
     visibility: str = "hidden",
     basic: bool = True,
+    needs: str | None = "softmax_axis",
 ) -> CheckFunc:
     """Build the check that output and weights have the inputs' dtype (float32 and float64) and device.
 
@@ -60,7 +61,7 @@ def dtype_device_check(
     basic case first (basic.gate). The cases pass only q, k, v, so the check suits q6's functions too.
     """
     visible = is_visible(visibility)
-    probe = attention_probe(entry, visible=visible) if basic else no_probe
+    probe = attention_probe(entry, visible=visible, needs=needs) if basic else no_probe
 
     @check(points=points, category="shape", visibility=visibility, name=name)
     def keeps_dtype_device(student: StudentProxy) -> str | None:

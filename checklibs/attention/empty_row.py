@@ -58,14 +58,16 @@ def empty_row_check(
     name: str = "empty_row",
     visibility: str = "hidden",
     basic: bool = True,
+    needs: str | None = "softmax_axis",
 ) -> CheckFunc:
     """Build the check that a query with no allowed key raises ValueError instead of producing NaN.
 
-    With ``basic`` (the default) the points need correct results on a basic case first (basic.gate).
+    With ``basic`` (the default) the points need correct results on a basic case first (basic.gate; ``needs``
+    names the check of the set that tests that case, for the feedback).
     """
 
     visible = is_visible(visibility)
-    probe = attention_probe(entry, visible=visible) if basic else no_probe
+    probe = attention_probe(entry, visible=visible, needs=needs) if basic else no_probe
 
     @check(points=points, category="empty_row", visibility=visibility, name=name)
     def empty_row(student: StudentProxy) -> str | None:

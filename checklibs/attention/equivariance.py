@@ -18,15 +18,17 @@ def equivariance_check(
     name: str = "equivariance",
     visibility: str = "hidden",
     basic: bool = True,
+    needs: str | None = "softmax_axis",
 ) -> CheckFunc:
     """Build the check f(PX) = P f(X) for q = k = v = X with key_valid permuted alongside.
 
-    With ``basic`` (the default) the points need correct results on a basic case first (basic.gate): a function
+    With ``basic`` (the default) the points need correct results on a basic case first (basic.gate; ``needs``
+    names the check of the set that tests that case, for the feedback): a function
     returning zeros is equivariant too.
     """
 
     visible = is_visible(visibility)
-    probe = attention_probe(entry, visible=visible) if basic else no_probe
+    probe = attention_probe(entry, visible=visible, needs=needs) if basic else no_probe
 
     @check(points=points, category="equivariance", visibility=visibility, name=name)
     def equivariance(student: StudentProxy) -> str | None:

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from checklibs.attention.calling import as_pair, check_pair_shapes, is_visible, student_raised
-from checklibs.attention.compare import compare, dtype_name
+from checklibs.attention.compare import compare_words, dtype_name
 from checklibs.attention.inputs import AttentionCase, generator, randn, random_case
 from checklibs.attention.reference import reference_attention
 from checklibs.attention.tally import Tally
@@ -65,7 +65,7 @@ def grade_case(student: StudentProxy, entry: str, case: AttentionCase, tally: Ta
         return
 
     def item_output() -> None:
-        problem = dtype_problem(out, "output", case.q.dtype) or compare(
+        problem = dtype_problem(out, "output", case.q.dtype) or compare_words(
             out, ref_out, rtol=RTOL, atol=ATOL, what="output"
         )
         if problem:
@@ -76,7 +76,7 @@ def grade_case(student: StudentProxy, entry: str, case: AttentionCase, tally: Ta
         if grad is None:
             raise CheckFailed(f"no gradient reached {name}: did you detach or go through numpy?")
         what = f"gradient of {name}"
-        problem = dtype_problem(grad, what, case.q.dtype) or compare(
+        problem = dtype_problem(grad, what, case.q.dtype) or compare_words(
             grad, ref_grads[i], rtol=RTOL, atol=ATOL, what=what
         )
         if problem:

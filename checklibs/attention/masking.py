@@ -13,11 +13,11 @@ import torch
 from torch import Tensor
 
 from checklibs.attention.calling import StudentRaised, call_attention, is_visible
-from checklibs.attention.compare import compare, first_index, is_close, magnitude, nonfinite_problem
+from checklibs.attention.compare import compare_words, first_index, is_close, magnitude, nonfinite_problem
 from checklibs.attention.inputs import AttentionCase, random_case
 from checklibs.attention.reference import allowed_keys, masked_softmax, reference_attention, scaled_scores
 from checklibs.attention.tally import Tally
-from graders.code.check_api import CheckFailed, CheckFunc, StudentProxy, check
+from graders.code.check_api import N_, CheckFailed, CheckFunc, Said, StudentProxy, Words, check, said, words_of
 
 RTOL, ATOL = 1e-6, 1e-9
 
@@ -129,14 +129,25 @@ def masked_weight_problem(weights: Tensor, allowed: Tensor, *, visible: bool = F
     )
 
 
+ROW_SUM = N_("the weights of some query rows do not sum to 1 over their allowed keys")
+ROW_SUM_AT = N_("the weights of query row %(row)s (b, h, i) do not sum to 1 over its allowed keys")
+
+
 def row_sum_problem(weights: Tensor, *, visible: bool = False) -> str | None:
     """Each query's weights over its allowed keys sum to 1 (a hidden check does not name the row)."""
+    found = row_sum_said(weights, visible=visible)
+    return None if found is None else found.english()
+
+
+def row_sum_said(weights: Tensor, *, visible: bool = False) -> Said | None:
+    """``row_sum_problem`` as a sentence the pages translate."""
     sums = weights.double().sum(dim=-1)
     off = ~torch.isclose(sums, torch.ones_like(sums), rtol=0, atol=1e-6)
     if not bool(off.any()):
         return None
-    row = f"query row {first_index(off)} (b, h, i)" if visible else "some query rows"
-    return f"the weights of {row} do not sum to 1 over its allowed keys"
+    if visible:
+        return said("attention.masking.row_sum_at", ROW_SUM_AT, row=str(first_index(off)))
+    return said("attention.masking.row_sum", ROW_SUM)
 
 
 def check_mask_case(student: StudentProxy, entry: str, case: AttentionCase, *, visible: bool = False) -> None:
@@ -155,14 +166,19 @@ def check_mask_case(student: StudentProxy, entry: str, case: AttentionCase, *, v
         nonfinite_problem(weights, "weights", visible=visible),
         nonfinite_problem(out, "output", visible=visible),
         masked_weight_problem(weights, allowed, visible=visible),
-        row_sum_problem(weights, visible=visible),
-        compare(weights, ref_w, rtol=RTOL, atol=ATOL, what="weights", visible=visible),
-        compare(out, ref_out, rtol=RTOL, atol=ATOL, what="output", visible=visible),
+        row_sum_said(weights, visible=visible),
+        compare_words(weights, ref_w, rtol=RTOL, atol=ATOL, what="weights", visible=visible),
+        compare_words(out, ref_out, rtol=RTOL, atol=ATOL, what="output", visible=visible),
     ]
-    found = [p for p in problems if p]
+    found = [words_of(p) for p in problems if p]
     if found:
         diagnosis = diagnose(weights, case)
-        raise CheckFailed(diagnosis or "; ".join(found[:2]))
+        if diagnosis:
+            raise CheckFailed(diagnosis)
+        # The first problem is the headline; the second, and the numbers, are details.
+        first = found[0]
+        rest = [line for words in found[1:2] for line in (words.headline, *words.details)]
+        raise CheckFailed(Words.fitted(first.headline, [*first.details, *rest]))
 
 
 def masking_check(

@@ -12,17 +12,32 @@ from checklibs.attention.compare import compare, is_close
 from checklibs.attention.inputs import AttentionCase, random_case
 from checklibs.attention.reference import reference_attention
 from checklibs.attention.tally import Tally
-from graders.code.check_api import CheckFailed, CheckFunc, StudentProxy, check
+from graders.code.check_api import N_, CheckFailed, CheckFunc, StudentProxy, Words, check, said
 
 RTOL, ATOL = 1e-6, 1e-9
 
-COLUMNS_MESSAGE = (
-    "your weights' columns sum to 1 instead of rows: softmax over the query axis; symmetric examples like the 2×2 "
-    "one hide this. Normalise over the keys (the last axis, dim=-1)."
+# Each failure's headline says what to fix; its detail says how the weights showed it (graders.words).
+COLUMNS = said(
+    "attention.softmax_axis.columns",
+    N_("Normalise over the keys (the last axis, dim=-1): your weights' columns sum to 1 instead of rows."),
 )
-TRANSPOSED_MESSAGE = (
-    "your weights are transposed: weights[b, h, i, j] must be the weight of key j for query i, shape (B, H, Tq, Tk)"
+COLUMNS_WHY = said(
+    "attention.softmax_axis.columns_why",
+    N_("Your softmax runs over the query axis; symmetric examples like the 2×2 one hide this."),
 )
+COLUMNS_MESSAGE = Words(COLUMNS, (COLUMNS_WHY,))
+TRANSPOSED_MESSAGE = said(
+    "attention.softmax_axis.transposed",
+    N_(
+        "Your weights are transposed: weights[b, h, i, j] must be the weight of key j for query i, "
+        "shape (B, H, Tq, Tk)."
+    ),
+)
+ROWS_MESSAGE = said(
+    "attention.softmax_axis.rows",
+    N_("Normalise over the keys: the rows of your weights (one per query) do not sum to 1."),
+)
+PROPERTY = said("attention.softmax_axis.property", N_("softmax over the key axis"))
 
 
 def _sums_to_one(weights: Tensor, dim: int) -> bool:
@@ -40,7 +55,7 @@ def check_axis(student: StudentProxy, entry: str, case: AttentionCase, *, visibl
     if not _sums_to_one(weights, -1):
         if _sums_to_one(weights, -2):
             raise CheckFailed(COLUMNS_MESSAGE)
-        raise CheckFailed("the rows of your weights (one per query) do not sum to 1: softmax must run over keys")
+        raise CheckFailed(ROWS_MESSAGE)
     for problem in (
         compare(weights, ref_w, rtol=RTOL, atol=ATOL, what="weights"),
         compare(out, ref_out, rtol=RTOL, atol=ATOL, what="output"),
@@ -59,7 +74,7 @@ def softmax_axis_check(
     @check(points=points, category="softmax_axis", visibility=visibility, name=name)
     def softmax_axis(student: StudentProxy) -> str:
         """Softmax over keys on non-symmetric scores (Tq != Tk and Tq == Tk)."""
-        tally = Tally("softmax over the key axis")
+        tally = Tally(PROPERTY)
         for case in (
             random_case("Tq=4, Tk=6", 11, tq=4, tk=6),
             random_case("Tq=Tk=5", 12, tq=5, tk=5),

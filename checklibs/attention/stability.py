@@ -12,7 +12,7 @@ from functools import partial
 import torch
 
 from checklibs.attention.calling import call_attention, is_visible
-from checklibs.attention.compare import compare, nonfinite_problem
+from checklibs.attention.compare import compare_words, nonfinite_problem
 from checklibs.attention.inputs import AttentionCase, large_score_case, large_score_heads_case
 from checklibs.attention.reference import reference_attention, scaled_scores
 from checklibs.attention.tally import Tally
@@ -59,8 +59,8 @@ def check_stable(student: StudentProxy, entry: str, case: AttentionCase, *, visi
         raise CheckFailed(f"{problem}: {HINT}{MASK_HINT if case.key_valid is not None else ''}")
     rtol, atol = tolerance(case)
     for found in (
-        compare(weights, ref_w, rtol=rtol, atol=atol, what="weights"),
-        compare(out, ref_out, rtol=rtol, atol=atol, what="output"),
+        compare_words(weights, ref_w, rtol=rtol, atol=atol, what="weights"),
+        compare_words(out, ref_out, rtol=rtol, atol=atol, what="output"),
     ):
         if found:
             raise CheckFailed(found)

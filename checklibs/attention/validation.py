@@ -48,14 +48,16 @@ def validation_check(
     name: str = "validation",
     visibility: str = "hidden",
     basic: bool = True,
+    needs: str | None = "softmax_axis",
 ) -> CheckFunc:
     """Build the input-validation check (each of five malformed inputs must raise ValueError).
 
-    With ``basic`` (the default) the points need correct results on a basic case first (basic.gate): raising on
+    With ``basic`` (the default) the points need correct results on a basic case first (basic.gate; ``needs``
+    names the check of the set that tests that case, for the feedback): raising on
     bad shapes is worth nothing in a function that computes nothing.
     """
     visible = is_visible(visibility)
-    probe = attention_probe(entry, visible=visible) if basic else no_probe
+    probe = attention_probe(entry, visible=visible, needs=needs) if basic else no_probe
 
     @check(points=points, category="validation", visibility=visibility, name=name)
     def validation(student: StudentProxy) -> str | None:

@@ -48,6 +48,7 @@ from graders.answers.specs import (
 from graders.answers.symbolic import grade_symbolic, symbolic_format_error, symbolic_normal_form
 from graders.answers.text import grade_text
 from graders.results import PartResult
+from graders.words import N_
 
 # How the answer form shows a blank: a one-line input, a box for a matrix, a long text box, or option buttons.
 Widget = Literal["line", "matrix", "essay", "options"]
@@ -120,10 +121,13 @@ class AnswerKind:
 
 
 def answer_text(value: Any) -> str:
-    """A spec's answer as text: labels joined (``A, C``), a float without trailing zeros, anything else as str."""
+    """A spec's answer as text: labels joined (``A, C``), a float in full without trailing zeros (1048576, not
+    the 1.04858e+06 that an exact part would refuse), anything else as str."""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return ", ".join(value)
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    return str(value)
 
 
 ANSWER_KINDS: dict[str, AnswerKind] = {}
@@ -222,7 +226,7 @@ PartSpec = Annotated[SerializeAsAny[AnswerSpec], table_union(_AnswerSpecTable(),
 
 
 def _choice_hint(spec: ChoiceSpec) -> str:
-    return "choose all that apply" if spec.multi else "choose one"
+    return N_("choose all that apply") if spec.multi else N_("choose one")
 
 
 def _text_key(spec: TextSpec) -> str | None:
@@ -233,10 +237,11 @@ def _size_key(spec: SizeSpec) -> str:
     return str(spec.answer_bytes)
 
 
+# Format hints are marked with N_: the pages show them in the viewer's language (app.web.blanks).
 # Format hints show the form a blank accepts with neutral values: never a shipped answer (a shared example such as
 # sqrt(d_k) *is* one blank's answer) and never a form the grader refuses (letters in a shape, MB where MiB is meant).
 for _kind in (
-    AnswerKind(TextSpec, grade_text, "word or phrase", key=_text_key, aliases="answers"),
+    AnswerKind(TextSpec, grade_text, N_("word or phrase"), key=_text_key, aliases="answers"),
     AnswerKind(
         ChoiceSpec,
         grade_choice,
@@ -247,22 +252,22 @@ for _kind in (
     AnswerKind(
         NumericSpec,
         grade_numeric,
-        "number, e.g. 0.75 or 3^4",
+        N_("number, e.g. 0.75 or 3^4"),
         preview=preview_numeric,
         format_error=numeric_format_error,
     ),
-    AnswerKind(MatrixSpec, grade_matrix, "matrix, e.g. [[1, 2], [3, 4]]", widget="matrix", preview=preview_matrix),
+    AnswerKind(MatrixSpec, grade_matrix, N_("matrix, e.g. [[1, 2], [3, 4]]"), widget="matrix", preview=preview_matrix),
     AnswerKind(
         ShapeSpec,
         grade_shape,
-        "shape in numbers, e.g. 2×3×4 or (2, 3, 4)",
+        N_("shape in numbers, e.g. 2×3×4 or (2, 3, 4)"),
         preview=preview_shape,
         format_error=shape_format_error,
     ),
     AnswerKind(
         SizeSpec,
         grade_size,
-        "size with its unit, e.g. 1.5 KiB or 512 B",
+        N_("size with its unit, e.g. 1.5 KiB or 512 B"),
         preview=preview_size,
         format_error=size_format_error,
         key=_size_key,
@@ -270,13 +275,13 @@ for _kind in (
     AnswerKind(
         SymbolicSpec,
         grade_symbolic,
-        "formula, e.g. a*b^2 or \\frac{a}{2}",
+        N_("formula, e.g. a*b^2 or \\frac{a}{2}"),
         preview=preview_symbolic,
         format_error=symbolic_format_error,
         normal_form=symbolic_normal_form,
         pure=False,
     ),
-    AnswerKind(IdentifierSpec, grade_identifier, "name"),
-    AnswerKind(EssaySpec, grade_essay, "written answer", widget="essay", auto=False),
+    AnswerKind(IdentifierSpec, grade_identifier, N_("name")),
+    AnswerKind(EssaySpec, grade_essay, N_("written answer"), widget="essay", auto=False),
 ):
     register_answer_kind(_kind)

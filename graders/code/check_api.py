@@ -17,6 +17,10 @@ engine's own and may change without notice. docs/check-authoring.md describes ea
 - Trusted feedback: ``TrustedText`` (and its one-call forms ``raised``, ``exception_name``, ``sanitise``) turns
   what the student's code raised into text a hidden check may show ("an exception": no type, no message), a
   visible one its type and at most ``VISIBLE_MESSAGE_CHARS`` of its message.
+- Feedback in the viewer's language: ``Said`` (one sentence: a stable code, an English template marked with ``N_``,
+  its values; ``said`` builds one), ``Words`` (a headline saying what to fix, the details, the check it waits on),
+  ``text_said``/``of_text``/``words_of`` (plain text as words, shown as written).
+  A check returns or raises ``CheckFailed`` with them instead of a string; the pages translate the templates.
 """
 
 from __future__ import annotations
@@ -40,9 +44,11 @@ from graders.code.checks import (
 )
 from graders.code.sanitise import VISIBLE_MESSAGE_CHARS, TrustedText, exception_name, raised, sanitise
 from graders.results import CATEGORIES, Visibility
+from graders.words import N_, Said, Words, of_text, said, text_said, words_of
 
 __all__ = [
     "CATEGORIES",
+    "N_",
     "VISIBLE_MESSAGE_CHARS",
     "ArgumentRejected",
     "CheckFailed",
@@ -51,6 +57,7 @@ __all__ = [
     "CheckUsageError",
     "GraderWordedError",
     "Ref",
+    "Said",
     "StudentError",
     "StudentProxy",
     "TimedCall",
@@ -59,9 +66,14 @@ __all__ = [
     "TrustedFunction",
     "TrustedText",
     "Visibility",
+    "Words",
     "check",
     "exception_name",
+    "of_text",
     "raised",
+    "said",
     "sanitise",
     "spec_of",
+    "text_said",
+    "words_of",
 ]

@@ -28,19 +28,26 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from graders.results import CATEGORIES, Visibility
+from graders.words import Said, Words, as_text, as_words
 
 
 class CheckFailed(Exception):
     """Raised by a check: the student's code does not have the property checked.
 
     Args:
-        feedback: student-safe text naming the property and the evidence.
+        feedback: student-safe text naming the property and the evidence, or the same as ``Words`` (a headline
+            saying what to fix, the details, the check it waits on) or one ``Said``, which the pages word in the
+            viewer's language (docs/check-authoring.md, "Feedback in the viewer's language").
         score_fraction: partial credit in [0, 1).
+
+    ``feedback`` is always the English text; ``words`` the structured form, or None for plain text.
     """
 
-    def __init__(self, feedback: str, *, score_fraction: float = 0.0) -> None:
-        super().__init__(feedback)
-        self.feedback = feedback
+    def __init__(self, feedback: str | Said | Words, *, score_fraction: float = 0.0) -> None:
+        text = as_text(feedback)
+        super().__init__(text)
+        self.feedback = text
+        self.words = as_words(feedback)
         self.score_fraction = min(max(score_fraction, 0.0), 1.0)
 
 
@@ -235,7 +242,7 @@ class StudentProxy(Protocol):
         ...
 
 
-CheckFunc = Callable[[StudentProxy], "str | None"]
+CheckFunc = Callable[[StudentProxy], "str | Said | Words | None"]
 
 
 @dataclass(frozen=True)
@@ -313,7 +320,12 @@ def collect_checks(module: ModuleType) -> list[CheckSpec]:
 
 def load_checks(path: Path) -> list[CheckSpec]:
     """Import a trusted checks file by path and collect its checks."""
-    module_name = f"autograder_checks_{abs(hash(str(path.resolve())))}"
+    return collect_checks(load_module(path, "autograder_checks"))
+
+
+def load_module(path: Path, prefix: str) -> Any:
+    """Import an instructor's file by path (in the set's checker only: checks, a problem's generator)."""
+    module_name = f"{prefix}_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import checks from {path}")
@@ -323,4 +335,4 @@ def load_checks(path: Path) -> list[CheckSpec]:
         spec.loader.exec_module(module)
     finally:
         sys.modules.pop(module_name, None)
-    return collect_checks(module)
+    return module

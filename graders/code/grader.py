@@ -15,6 +15,10 @@ from graders.model import CodeProblem
 from graders.results import GradeResult
 
 
+class VariantFailed(Exception):
+    """A problem's generator gave no variant: it raised, ran past its time, or returned what is not JSON data."""
+
+
 class CodeGraderLike(Protocol):
     """What grades a code submission: the sandboxed CodeGrader, or a test's in-process stand-in."""
 

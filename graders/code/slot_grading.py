@@ -20,6 +20,7 @@ from graders.sandbox.config import RunLimits, SandboxConfig
 from graders.sandbox.errors import RunEnded
 from graders.sandbox.slot import ALONE, REFERENCE, STUDENT, Slot
 from graders.sandbox.student_process import StudentProcess
+from graders.words import Said, Words, as_text, as_words
 
 log = logging.getLogger(__name__)
 CPU_SLACK_S = 5
@@ -265,14 +266,14 @@ def run_check(spec: CheckSpec, proxy: SandboxProxy) -> CheckOutcome:
     visible = spec.visibility is Visibility.VISIBLE
     text = TrustedText(visible)
 
-    def done(fraction: float, feedback: str, failure: str | None = None) -> CheckOutcome:
+    def done(fraction: float, feedback: str | Said | Words, failure: str | None = None) -> CheckOutcome:
         return CheckOutcome(_result(spec, fraction, feedback, time.perf_counter() - start), failure)
 
     try:
         feedback = spec.func(proxy)
-        return done(1.0, "" if feedback is None else str(feedback))
+        return done(1.0, feedback if isinstance(feedback, (Said, Words)) else "" if feedback is None else str(feedback))
     except CheckFailed as exc:
-        return done(exc.score_fraction, exc.feedback)
+        return done(exc.score_fraction, exc.words or exc.feedback)
     except AssertionError as exc:
         return done(0.0, str(exc) or "the check's assertion failed")
     except BadReturnValue as exc:
@@ -295,15 +296,20 @@ def run_check(spec: CheckSpec, proxy: SandboxProxy) -> CheckOutcome:
         return done(0.0, feedback, verdicts.CHECK_ERROR)
 
 
-def _result(spec: CheckSpec, fraction: float, feedback: str, seconds: float) -> CheckResult:
+def _result(spec: CheckSpec, fraction: float, feedback: str | Said | Words, seconds: float) -> CheckResult:
     passed = fraction >= 1.0
+    text = clip(as_text(feedback), FEEDBACK_CHARS)
+    words = as_words(feedback)
+    # Words whose English was cut would say more on the page than the stored text: the text alone then.
+    wire = words.to_wire() if words is not None and words.english() == text else None
     return CheckResult(
         name=spec.name,
         category=spec.category,
         passed=passed,
         score=round(spec.points * fraction, 6),
         max_score=spec.points,
-        feedback=clip(feedback, FEEDBACK_CHARS),
+        feedback=text,
         visibility=spec.visibility,
         duration_ms=round(seconds * 1000, 3),
+        words=wire,
     )

@@ -23,6 +23,7 @@ from graders.kinds.base import (
 )
 from graders.model import ChoiceProblem, FillInProblem, ManualProblem, ProblemBase
 from graders.problemset.validate import check_answer_cases
+from graders.problemset.variant_gate import check_variants
 from graders.results import CheckResult, GradeResult, Verdict, Visibility, verdict_from_checks
 
 
@@ -132,6 +133,7 @@ class AnswersKind(ProblemKind):
     def validate(self, problem: Any, ctx: ValidateContext) -> None:
         ctx.report.points[problem.id] = sum(p.points for p in self.parts(problem)) + rubric_points(problem)
         check_answer_cases(problem, ctx.where, ctx.report)
+        check_variants(ctx.loaded, problem, ctx.where, ctx.variants, ctx.report, ctx.variant_draws)
 
     def view(self, problem: Any) -> dict[str, Any]:
         return {

@@ -32,6 +32,8 @@ from graders.code.grader import CodeGraderLike
 from graders.model import PROBLEM_MODELS, ProblemBase
 from graders.problemset.loader import LoadedSet
 from graders.problemset.validate import ValidationReport
+from graders.problemset.variant_gate import DEFAULT_DRAWS
+from graders.problemset.variants import VariantSource
 from graders.results import GradeResult
 
 Payload = dict[str, Any]
@@ -64,6 +66,8 @@ class ValidateContext:
     code_grader: CodeGraderLike | None
     progress: Callable[[str], None] | None
     max_grading_s: float | None = None  # the service's grading lease: no grading may take longer
+    variants: VariantSource | None = None  # runs a problem's generator (the set's jailed checker)
+    variant_draws: int = DEFAULT_DRAWS  # how many variants the gate draws
 
 
 class ProblemKind(ABC):

@@ -11,8 +11,9 @@ import yaml
 from pydantic import ValidationError
 
 from graders.input_limits import MAX_PROMPT_BYTES, NUL_MESSAGE, InputTooComplex, find_nul, safe_yaml_load
-from graders.model import ProblemSetSpec
+from graders.model import ProblemBase, ProblemSetSpec
 from graders.problemset.errors import ProblemSetInvalid, SetError
+from graders.problemset.variants import prompt_names
 
 SET_FILE = "problemset.yaml"
 _SKIP_PARTS = {"__pycache__", ".git", ".DS_Store"}
@@ -114,6 +115,9 @@ def check_files(spec: ProblemSetSpec, files: dict[str, bytes]) -> list[SetError]
         code = problem.instructor_code()
         if code is not None:
             named.append(("checks", code.checks))
+        if problem.generator is not None:
+            named.append(("generator", problem.generator))
+            errors += _parameter_errors(problem, where, files)
         for key, rel in named:
             if rel is None:
                 continue
@@ -125,9 +129,9 @@ def check_files(spec: ProblemSetSpec, files: dict[str, bytes]) -> list[SetError]
             except UnicodeDecodeError:
                 errors.append(SetError(rel, "", "not UTF-8 text"))
                 continue
-            if key != "checks" and len(files[rel]) > MAX_PROMPT_BYTES:
+            if key not in ("checks", "generator") and len(files[rel]) > MAX_PROMPT_BYTES:
                 errors.append(SetError(rel, "", f"{len(files[rel])} bytes; a prompt is at most {MAX_PROMPT_BYTES}"))
-            elif key != "checks" and "\x00" in text:
+            elif key not in ("checks", "generator") and "\x00" in text:
                 errors.append(SetError(rel, "", f"a prompt {NUL_MESSAGE}"))
         if code is not None:
             prefix = code.solutions.rstrip("/") + "/"
@@ -139,6 +143,19 @@ def check_files(spec: ProblemSetSpec, files: dict[str, bytes]) -> list[SetError]
                 for name in code.bug_hints
                 if mutants + name not in files
             ]
+    return errors
+
+
+def _parameter_errors(problem: ProblemBase, where: str, files: dict[str, bytes]) -> list[SetError]:
+    """A parameterised problem has answer parts, and its prompt names only parameters it declares."""
+    if not problem.part_ids() or not problem.answer_parts() or problem.kind != "fill_in":
+        return [SetError(SET_FILE, f"{where}.generator", "only a fill_in problem may have a generator (for now)")]
+    errors = []
+    for rel in (problem.prompt, problem.explanation):
+        text = files.get(rel, b"").decode("utf-8", errors="replace") if rel else ""
+        unknown = sorted(prompt_names(text) - set(problem.parameters))
+        if rel and unknown:
+            errors.append(SetError(rel, "", f"names {unknown}, which are not among the parameters"))
     return errors
 
 

@@ -31,9 +31,11 @@ def test_submission_graded_by_celery_worker(tmp_path: Path, postgres_database: s
     from tests.conftest import _truncate_postgres
 
     _truncate_postgres(postgres_database)
+    # Answers are graded by the API itself (app/worker/inline.py): off here, so that this one goes through Celery.
     settings = Settings(
-        data_dir=tmp_path / "data", database_url=postgres_database, broker_url=REDIS_URL, secret_key="k" * 40
-    )
+        data_dir=tmp_path / "data", database_url=postgres_database, broker_url=REDIS_URL, secret_key="k" * 40,
+        grade_answers_inline=False,
+    )  # fmt: skip
     sessions = make_session_factory(make_engine(postgres_database))
     with sessions() as session:
         course_sets.load_dir(session, root=FIXTURE_SETS / "basic", grader=None)

@@ -52,6 +52,8 @@ def test_broker_outage_loses_nothing_and_recovers_in_seconds(tmp_path: Path) -> 
             "AUTOGRADER_SECRET_KEY": "k" * 40,
             "AUTOGRADER_LOAD_PROBLEMS_ON_START": "false",
             "AUTOGRADER_PREWARM_SANDBOX": "false",
+            # Answers graded by the API need no broker (app/worker/inline.py): off, so that these wait in the outbox.
+            "AUTOGRADER_GRADE_ANSWERS_INLINE": "false",
         }
         port = free_port()
         base = f"http://127.0.0.1:{port}"

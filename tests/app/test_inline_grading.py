@@ -145,8 +145,16 @@ def test_a_code_submission_still_goes_to_the_workers(settings, accounts, session
     assert _row(sessions, sub_id).status == Status.QUEUED and _counts(sessions, sub_id) == (0, 0)
 
 
-def test_with_a_broker_the_workers_grade_everything(settings, sessions) -> None:  # type: ignore[no-untyped-def]
-    # A post made while the broker is down must stay queued for the outbox; the scale-out workers grade it.
-    scale_out = settings.model_copy(update={"broker_url": "redis://127.0.0.1:1/0"})
-    assert InlineGrader(scale_out, GradingJob(scale_out, sessions, LazyCodeGrader(scale_out))).enabled is False
-    assert InlineGrader(settings, GradingJob(settings, sessions, LazyCodeGrader(settings))).enabled is True
+def test_with_a_broker_answers_are_still_graded_in_the_request(settings, accounts, basic_set, sessions):  # type: ignore[no-untyped-def]
+    # Scale-out: the API grades the answer itself, stored graded and never sent, so even a broker that is down
+    # (nothing listens on port 1) delays nothing; the workers grade code only.
+    scale_out = settings.model_copy(update={"broker_url": "redis://127.0.0.1:1/0", "workers": 0})
+    with TestClient(create_app(scale_out)) as client:
+        assert client.app.state.pool is None  # no embedded workers
+        resp = client.post("/api/v1/submissions", json=BODY, headers=accounts["alice"].headers)
+    body = resp.json()
+    assert resp.status_code == 202 and body["status"] == "graded" and body["final_score"] == 3.0
+    row = _row(sessions, body["id"])
+    assert row.claimed_by is None and row.grading_attempts == 0 and _counts(sessions, body["id"]) == (2, 1)
+    off = scale_out.model_copy(update={"grade_answers_inline": False})
+    assert InlineGrader(off, GradingJob(off, sessions, LazyCodeGrader(off))).enabled is False

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import PASSWORD, check_a11y, log_in, shot
+from tests.browser.conftest import PASSWORD, check_a11y, log_in, shot, shot_of
 
 expect = pytest.importorskip("playwright.sync_api", reason="needs Playwright (make test installs it)").expect
 Q1_FOUR_OF_FIVE = {"b1": "sqrt(d_k)", "b2": "V", "b3": "查找的信息", "b4": "匹配", "b5": "火星"}
@@ -126,6 +126,7 @@ def test_a_second_course_runs_through_the_pages(new_page: Any) -> None:
     submit = q1.get_by_role("button", name="Submit")
     expect(submit).to_be_disabled()
     expect(q1.locator("#q1-closed")).to_have_text("No attempts left: all 3 attempts are used.")
+    shot_of(q1, "readme-attempts")
     for part, answer in Q1_FOUR_OF_FIVE.items():
         q1.locator(f"#q1-{part}").fill(answer)
     submit.evaluate("b => { b.disabled = false; }")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import check_a11y, log_in, shot, shot_of
+from tests.browser.conftest import PASSWORD, check_a11y, log_in, shot, shot_of
 
 # Installed with the dev dependencies (constraints.txt); a bare checkout without them skips here.
 expect = pytest.importorskip("playwright.sync_api", reason="needs Playwright (make test installs it)").expect
@@ -94,34 +94,72 @@ def test_a_refused_form_keeps_what_was_typed(new_page: Any) -> None:
 
 
 def test_code_grade_arrives_in_place_with_one_headline(new_page: Any, tmp_path: Any) -> None:
+    """A wrong q5 from a Chinese browser: the feedback is Chinese, led by what to fix; in English the same."""
     from tests.conftest import REPO
 
-    page = new_page()
-    log_in(page, STUDENT)
+    page = new_page(locale="zh-CN", timezone_id="Asia/Shanghai")
+    page.goto("/login")
+    page.get_by_label("邮箱").fill(STUDENT)
+    page.get_by_label("密码").fill(PASSWORD)
+    page.get_by_role("button", name="登录").click()
+    page.wait_for_url(re.compile(r".*/$"))
     page.goto("/sets/attention#problem-q5")
     q5 = page.locator("#problem-q5")
     q5.locator("#q5-file").set_input_files(str(REPO / "problems/attention/mutants/q5/wrong_softmax_axis.py"))
-    q5.get_by_role("button", name="Submit code").click()
+    q5.get_by_role("button", name="提交代码").click()
     page.wait_for_url(re.compile(r".*/submissions/\d+$"))
     page.evaluate("() => { window.__same_page = true; }")
     expect(page.locator("#result .score-line")).to_be_visible(timeout=240_000)
     assert page.evaluate("() => window.__same_page === true"), "the page reloaded instead of updating in place"
-    expect(page.locator("#live-status")).to_contain_text("Graded")
+    # The headline is the sentence that says what to fix (softmax over the keys), in Chinese, not a count of cases.
     headline = page.locator("#headline")
-    expect(headline).to_be_visible()
+    fix = "请在键的维度上归一化（最后一维，dim=-1）：你的权重按列求和为 1，而不是按行。"
+    expect(headline).to_have_text(f"softmax_axis: {fix}")
+
+    def check_line(name: str) -> Any:
+        return page.locator("li.check").filter(has=page.locator(".check-name", has_text=re.compile(rf"^{name}\b")))
+
+    axis = check_line("softmax_axis")
+    expect(axis.locator(".feedback")).to_have_text(re.compile("^请在键的维度上归一化"))
+    expect(axis.locator("details.detail")).not_to_have_attribute("open", "")
+    expect(axis.locator(".feedback-detail")).to_contain_text("在键维度上做 softmax：2 个用例中有 2 个未通过。")
+    expect(check_line("masking").locator(".feedback")).to_have_text("某些查询行的权重在其允许的键上求和不为 1")
+    expect(check_line("stability").locator(".feedback")).to_have_text("权重 与参考结果不一致")
+    # The checks gated on a basic case name the check they wait on, which failed above; none reads as if it
+    # followed from the passed reference_example.
+    expect(check_line("reference_example")).to_have_class(re.compile(r"\bpass\b"))
+    for gated in ("empty_row", "validation", "determinism", "equivariance", "method"):
+        expect(check_line(gated).locator(".feedback")).to_have_text("需要先通过 softmax_axis")
+    sentences = " ".join(page.locator(".check .feedback").all_inner_texts())
+    assert "these points need" not in sentences and "needs softmax_axis" not in sentences, sentences
+    shot(page, "07-attention-q5-code-feedback-zh")
+    shot_of(page.locator("#result"), "readme-code-feedback-zh")
+    check_a11y(page, "07-attention-q5-code-feedback-zh")
+
+    # The same submission in English: the same headline, worded in English, one line per check.
+    english = new_page()
+    log_in(english, STUDENT)
+    english.goto(page.url)
+    expect(english.locator("#result .score-line")).to_be_visible()
+    expect(english.locator("#headline")).to_have_text(
+        "softmax_axis: Normalise over the keys (the last axis, dim=-1): your weights' columns sum to 1 instead of rows."
+    )
+    expect(
+        english.locator("li.check").filter(has=english.locator(".check-name", has_text=re.compile(r"^empty_row\b")))
+    ).to_contain_text("needs softmax_axis first")
     # One line per check; numbers behind the disclosure, and none with more than 3 significant digits.
-    for text in page.locator(".check .feedback").all_inner_texts():
+    for text in english.locator(".check .feedback").all_inner_texts():
         assert "\n" not in text.strip(), text
-    details = page.locator(".check details.detail")
+    details = english.locator(".check details.detail")
     if details.count():
         expect(details.first).not_to_have_attribute("open", "")
-        for text in page.locator(".feedback-detail").all_text_contents():
+        for text in english.locator(".feedback-detail").all_text_contents():
             for number in re.findall(r"\d+\.\d+", text):
                 digits = number.replace(".", "").lstrip("0")
                 assert len(digits) <= 3, f"{number} in {text!r}"
-    shot(page, "07-attention-q5-code-feedback")
-    shot_of(page.locator("#result"), "readme-code-feedback")
-    check_a11y(page, "07-attention-q5-code-feedback")
+    shot(english, "07-attention-q5-code-feedback")
+    shot_of(english.locator("#result"), "readme-code-feedback")
+    check_a11y(english, "07-attention-q5-code-feedback")
 
 
 def test_a_syntax_error_is_said_once(new_page: Any, tmp_path: Any) -> None:

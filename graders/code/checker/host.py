@@ -28,6 +28,7 @@ from graders.sandbox import codec, jail, launcher, uids, wire
 from graders.sandbox.channel import poll_ready, widen_pipe
 from graders.sandbox.config import SandboxConfig
 from graders.sandbox.errors import RunEnded, SandboxError, WireError
+from graders.words import Words
 
 log = logging.getLogger(__name__)
 START_TIMEOUT_S = 120.0  # the first describe includes the interpreter's start and the torch import
@@ -190,7 +191,27 @@ class CheckerProcess:
             raise ChecksUnavailable("duplicate check names")
         return specs
 
-    def run(self, relative: str, spec: CheckSpec, proxy: SandboxProxy, call_limit_s: float) -> str | None:
+    def ping(self) -> None:
+        """Wait for a new checker to be up (any reply will do), so its start is not the next request's time."""
+        deadline = self._timeout(DESCRIBE_TIMEOUT_S)
+        self.pipes.send({"op": "ping"}, [], deadline)
+        self.pipes.receive(deadline)
+        self.started = True
+
+    def variant(self, relative: str, seed: int, timeout_s: float) -> Any:
+        """What ``generate(seed)`` in ``relative`` returned (JSON data, not yet validated). Raises
+        ChecksUnavailable (the generator's own failure) or CheckerGone (it hung, crashed or spoke out of turn)."""
+        deadline = self._timeout(timeout_s)
+        self.pipes.send({"op": "variant", "file": relative, "seed": seed}, [], deadline)
+        reply = self.pipes.receive(deadline).msg
+        self.started = True
+        if reply.get("error") == "generator":
+            raise ChecksUnavailable(protocol.clip(reply.get("message", ""), 1000))
+        if reply.get("ok") is not True or "variant" not in reply:
+            raise CheckerGone("malformed variant")
+        return reply["variant"]
+
+    def run(self, relative: str, spec: CheckSpec, proxy: SandboxProxy, call_limit_s: float) -> str | Words | None:
         """Run one check against ``proxy``; returns its feedback or raises what the check raised (rebuilt here).
 
         A RunEnded of the student's child is raised from what this side saw, never from what the checker claims.
@@ -233,17 +254,17 @@ class CheckerProcess:
             self._copy = None
 
 
-def _outcome(done: Any) -> str | None:
+def _outcome(done: Any) -> str | Words | None:
     if type(done) is not dict:
         raise CheckerGone("malformed outcome")
     kind = done.get("kind")
     if kind == "passed":
-        return protocol.clip(done.get("feedback", ""), protocol.FEEDBACK_CHARS) or None
+        return protocol.parse_feedback(done) or None
     if kind == "failed":
         from graders.code.checks import CheckFailed
 
         fraction = protocol.number(done.get("fraction")) or 0.0
-        raise CheckFailed(protocol.clip(done.get("feedback", ""), protocol.FEEDBACK_CHARS), score_fraction=fraction)
+        raise CheckFailed(protocol.parse_feedback(done), score_fraction=fraction)
     if kind == "assertion":
         raise AssertionError(protocol.clip(done.get("message", ""), protocol.FEEDBACK_CHARS))
     if kind == "run_ended":  # the checker says the student's run ended, but this side saw no such thing

@@ -60,6 +60,8 @@ class Checker:
             op = frame.msg.get("op")
             if op == "describe":
                 self.link.send(self.describe(frame.msg.get("file")))
+            elif op == "variant":
+                self.link.send(self.variant(frame.msg.get("file"), frame.msg.get("seed")))
             elif op == "run":
                 self.link.send({"done": self.run(frame.msg, frame.buffers)})
             else:
@@ -75,6 +77,32 @@ class Checker:
                 raise
             return {"error": "import", "message": protocol.clip(f"{type(exc).__name__}: {exc}", 1000)}
         return {"ok": True, "checks": [protocol.spec_fields(s) for s in specs.values()]}
+
+    def variant(self, relative: Any, seed: Any) -> dict[str, Any]:
+        """``generate(seed)`` of a generator file of the set, as JSON data (graders/problemset/variants.py)."""
+        import json
+
+        from graders.code.checker import protocol
+        from graders.code.checks import load_module
+
+        try:
+            if type(seed) is not int:
+                raise TypeError("the seed must be an integer")
+            key = f"generator:{relative}"
+            if key not in self.modules:
+                path = (self.root / str(relative)).resolve()
+                if not path.is_relative_to(self.root.resolve()):
+                    raise ValueError("the generator lies outside the set")
+                self.modules[key] = load_module(path, "autograder_generator")
+            generate = getattr(self.modules[key], "generate", None)
+            if not callable(generate):
+                raise TypeError("the generator file defines no generate(seed) function")
+            # Plain JSON data only: what cannot be written as JSON is refused here, in the jail.
+            return {"ok": True, "variant": json.loads(json.dumps(generate(seed), allow_nan=False))}
+        except BaseException as exc:  # instructor code: any failure is the set's, told back as text
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return {"error": "generator", "message": protocol.clip(f"{type(exc).__name__}: {exc}", 1000)}
 
     def run(self, msg: dict[str, Any], buffers: list[bytearray]) -> dict[str, Any]:
         import torch
@@ -93,9 +121,13 @@ class Checker:
         torch.set_num_threads(1)
         try:
             feedback = spec.func(proxy)
-            return {"kind": "passed", "feedback": protocol.clip("" if feedback is None else str(feedback), 4000)}
+            return {"kind": "passed", **protocol.feedback_fields(feedback)}
         except CheckFailed as exc:
-            return {"kind": "failed", "feedback": protocol.clip(exc.feedback, 4000), "fraction": exc.score_fraction}
+            return {
+                "kind": "failed",
+                **protocol.feedback_fields(exc.words or exc.feedback),
+                "fraction": exc.score_fraction,
+            }
         except AssertionError as exc:
             return {"kind": "assertion", "message": protocol.clip(str(exc), 4000)}
         except RunEnded:

@@ -15,12 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graders.code.checker.host import CHECK_ENDED, CHECK_TIMED_OUT, CheckerGone, CheckerProcess, ChecksUnavailable
+from graders.code.checker.host import (
+    CHECK_ENDED,
+    CHECK_TIMED_OUT,
+    CheckerGone,
+    CheckerProcess,
+    ChecksUnavailable,
+)
 from graders.code.checks import CheckSpec
+from graders.code.grader import VariantFailed
 from graders.code.proxy import CheckUsageError
 from graders.sandbox.config import SandboxConfig
+from graders.words import Words
 
 log = logging.getLogger(__name__)
+VARIANT_TIMEOUT_S = 5.0  # one generate(seed): arithmetic on a few numbers, not a computation
 DESCRIBE = 0  # files are described by slot 0's checker: with one slot, a set needs one checker in all
 
 
@@ -33,7 +42,7 @@ class RemoteCheck:
     relative: str
     name: str
 
-    def __call__(self, proxy: Any) -> str | None:
+    def __call__(self, proxy: Any) -> str | Words | None:
         return self.pool.run(self, proxy)
 
 
@@ -79,6 +88,22 @@ class CheckerPool:
             threading.Thread(target=self._warm, args=(root, relative, key), name="checker-warm", daemon=True).start()
         return specs
 
+    def variant(self, root: Path, relative: str, seed: int, timeout_s: float = VARIANT_TIMEOUT_S) -> Any:
+        """``generate(seed)`` of the set's generator ``relative``, run in the set's checker under ``timeout_s``
+        (past it the checker is killed). Raises VariantFailed; the data is validated by the caller."""
+        root = root.resolve()
+        with self._borrow(root, DESCRIBE) as checker:
+            try:
+                if not checker.started:  # a new checker's own start (the interpreter) is not the generator's time
+                    checker.ping()
+                return checker.variant(relative, seed, timeout_s)
+            except ChecksUnavailable as exc:
+                raise VariantFailed(str(exc)) from None
+            except CheckerGone as exc:
+                self._discard(root, DESCRIBE, checker)
+                why = f"ran past its {timeout_s:g} s" if str(exc) == "timeout" else f"its checker failed ({exc})"
+                raise VariantFailed(f"the generator {why}") from None
+
     def _warm(self, root: Path, relative: str, key: int) -> None:
         try:
             with self._borrow(root, key) as checker:
@@ -86,7 +111,7 @@ class CheckerPool:
         except Exception as exc:  # the first grading in that slot starts it again and reports what fails
             log.info("could not warm a checker for %s: %s", relative, type(exc).__name__)
 
-    def run(self, check: RemoteCheck, proxy: Any) -> str | None:
+    def run(self, check: RemoteCheck, proxy: Any) -> str | Words | None:
         key = getattr(self._local, "slot", None)
         key = DESCRIBE if key is None else key
         spec = next(s for s in self.describe(check.root, check.relative) if s.name == check.name)

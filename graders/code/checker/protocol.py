@@ -16,6 +16,7 @@ from graders.code.checks import CheckSpec, GraderWordedError, StudentError
 from graders.code.proxy import BadReturnValue, CheckBudgetExceeded, CheckUsageError
 from graders.results import CATEGORIES, Visibility
 from graders.sandbox.errors import RunEnded
+from graders.words import Said, Words, as_text, as_words, parse_words
 
 MAX_CHECKS = 500
 NAME_CHARS, TEXT_CHARS, FEEDBACK_CHARS = 200, 500, 4000
@@ -28,6 +29,27 @@ RAISE_KINDS = ("run_ended", "bad_return", "worded", "student", "budget", "usage"
 def clip(value: Any, n: int) -> str:
     text = value if type(value) is str else str(value)
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def feedback_fields(feedback: Any) -> dict[str, Any]:
+    """A check's feedback for the wire: its English text and, where it has them, its words (graders.words)."""
+    if isinstance(feedback, (Said, Words)):
+        fields: dict[str, Any] = {"feedback": clip(as_text(feedback), FEEDBACK_CHARS)}
+        words = as_words(feedback)
+        if words is not None:
+            fields["words"] = words.to_wire()
+        return fields
+    return {"feedback": clip("" if feedback is None else str(feedback), FEEDBACK_CHARS)}
+
+
+def parse_feedback(done: dict[str, Any]) -> str | Words:
+    """The feedback of an outcome, as the checker (instructor code) sent it, checked: its words when they are
+    well formed and agree with its text, else the text alone."""
+    text = clip(done.get("feedback", ""), FEEDBACK_CHARS)
+    words = parse_words(done.get("words"))
+    if words is not None and clip(words.english(), FEEDBACK_CHARS) == text:
+        return words
+    return text
 
 
 def spec_fields(spec: CheckSpec) -> dict[str, Any]:

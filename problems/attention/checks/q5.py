@@ -35,6 +35,6 @@ CHECKS = [
     determinism_check(points=1, entry=ENTRY),
     equivariance_check(points=1, entry=ENTRY),
     dtype_device_check(points=1, entry=ENTRY),
-    source_rules_check(points=3, entry=ENTRY, rules=Q5_RULES, probe=attention_probe(ENTRY)),
+    source_rules_check(points=3, entry=ENTRY, rules=Q5_RULES, probe=attention_probe(ENTRY, needs="softmax_axis")),
     timing_check(points=1, entry=ENTRY, sizes=(128, 256)),
 ]

@@ -21,9 +21,19 @@ CHECKS = [
     stability_check(points=1, entry=LOOP, name="loop_stability", masks=False),
     stability_check(points=1, entry=BATCHED, name="batched_stability", masks=False),
     agreement_check(points=2, loop_entry=LOOP, batched_entry=BATCHED),
-    source_rules_check(points=2, entry=LOOP, rules=LOOP_RULES, name="loop_method", probe=attention_probe(LOOP)),
     source_rules_check(
-        points=1, entry=BATCHED, rules=BATCHED_RULES, name="batched_method", probe=attention_probe(BATCHED)
+        points=2,
+        entry=LOOP,
+        rules=LOOP_RULES,
+        name="loop_method",
+        probe=attention_probe(LOOP, needs="loop_matches_reference"),
+    ),
+    source_rules_check(
+        points=1,
+        entry=BATCHED,
+        rules=BATCHED_RULES,
+        name="batched_method",
+        probe=attention_probe(BATCHED, needs="batched_matches_reference"),
     ),
     speedup_check(points=2, loop_entry=LOOP, batched_entry=BATCHED, sizes=(32, 128, 256), min_speedup=3, max_ratio=4),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graders.answers.registry import ANSWER_KINDS
+from graders.answers.registry import ANSWER_KINDS, grade_part
 from graders.grade import answer_key
 from graders.model import FillInProblem
 from tests.graders.answers.test_registry import ADAPTER, SPECS
@@ -45,3 +45,12 @@ def test_the_answer_key_of_a_problem_has_every_part_that_has_one() -> None:
 def test_a_text_part_that_accepts_by_pattern_alone_has_no_key() -> None:
     spec = ADAPTER.validate_python({"kind": "text", "regex": "soft ?max"})
     assert ANSWER_KINDS["text"].released_key(spec) is None
+
+
+@pytest.mark.parametrize(("answer", "shown"), [(1048576, "1048576"), (0.6698, "0.6698"), (1 / 3, "0.3333333333333333")])
+def test_a_numeric_key_is_written_in_full_and_its_own_grader_accepts_it(answer: float, shown: str) -> None:
+    # Written with :g, an exact count read 1.04858e+06, which the part (atol 0.5) itself refused.
+    spec = ADAPTER.validate_python({"kind": "numeric", "answer": answer, "rtol": 0, "atol": 0.5 if answer > 1 else 0})
+    key = ANSWER_KINDS["numeric"].released_key(spec)
+    assert key == shown
+    assert grade_part(key, spec).correct

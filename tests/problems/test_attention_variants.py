@@ -1,0 +1,51 @@
+"""Seed 001's Q4 is parameterised (problems/attention/generators/q4.py): its generator passes the variant gate in
+the set's jailed checker, seed 0 is the set's own numbers, and other seeds give other numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graders.code.checker.pool import CheckerPool
+from graders.grade import answer_key, validate_set
+from graders.problemset.loader import load_problem_set
+from graders.problemset.variant_gate import gate_seeds
+from graders.problemset.variants import apply_variant, parse_variant, render_prompt
+from graders.sandbox.config import SandboxConfig
+
+SET_ROOT = Path(__file__).resolve().parents[2] / "problems" / "attention"
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[CheckerPool]:
+    checkers = CheckerPool(SandboxConfig(mode="bwrap", slots=1))
+    yield checkers
+    checkers.close()
+
+
+class _Source:
+    def __init__(self, pool: CheckerPool) -> None:
+        self.pool = pool
+
+    def variant(self, root: Any, relative: str, seed: int) -> Any:
+        return self.pool.variant(Path(root), relative, seed)
+
+
+def test_q4_passes_the_variant_gate(pool) -> None:  # type: ignore[no-untyped-def]
+    report = validate_set(load_problem_set(SET_ROOT), code_grader=None, only={"q4"}, variants=_Source(pool))
+    assert report.ok, report.render_text()
+    assert any(note.startswith("q4: 20 variants drawn") for note in report.notes)
+
+
+def test_seed_0_is_todays_numbers_and_others_differ(pool) -> None:  # type: ignore[no-untyped-def]
+    loaded = load_problem_set(SET_ROOT)
+    problem = loaded.spec.problem("q4")
+    assert problem is not None and problem.generator == "generators/q4.py"
+    variants = [parse_variant(pool.variant(SET_ROOT, problem.generator, s), problem) for s in gate_seeds("q4", 6)]
+    today = variants[0]
+    assert answer_key(apply_variant(problem, today)) == answer_key(problem)  # the YAML's own answers
+    assert render_prompt(loaded.prompt("q4"), today).count("$d=256$，头数 $H=8$，批量 $B=8$，序列长度 $T=128$") == 1
+    assert len({tuple(sorted(v.params.items())) for v in variants}) > 1
