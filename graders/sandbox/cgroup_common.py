@@ -7,6 +7,7 @@ it before the child runs any student code (``Slot.spawn``), kills and removes it
 
 from __future__ import annotations
 
+import secrets
 import time
 from pathlib import Path
 from typing import Protocol
@@ -21,6 +22,16 @@ SLOT_CPU_SHARES = 1024
 SLOT_CPU_WEIGHT = 100
 SLOT_CPU_PERIOD_US = 100_000
 SLOT_CPU_QUOTA_US = 100_000
+NAME_TOKEN_BYTES = 8
+
+
+def fresh_name(prefix: str = "") -> str:
+    """A group's own name part, drawn at random: no counter that a child reads in /proc/self/cgroup.
+
+    A child sees its groups' full paths; a name numbered in creation order told it how many children the grader
+    had made before it (and so whether the submissions before it made more children than usual).
+    """
+    return prefix + secrets.token_hex(NAME_TOKEN_BYTES)
 
 
 class ChildCgroup(Protocol):

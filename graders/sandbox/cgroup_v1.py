@@ -12,7 +12,6 @@ run's members: the slot's other child (a hidden check's, a reference run's) may 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import signal
 import time
@@ -22,12 +21,12 @@ from graders.sandbox.cgroup_common import (
     SLOT_CPU_PERIOD_US,
     SLOT_CPU_QUOTA_US,
     SLOT_CPU_SHARES,
+    fresh_name,
     owner_is_dead,
     remove_dir,
 )
 
 V1_ROOT = Path("/sys/fs/cgroup")
-_counter = itertools.count()
 
 
 def own_v1_group(controller: str) -> Path | None:
@@ -216,7 +215,7 @@ class CgroupV1:
 
     def slot(self) -> SlotCgroupV1:
         """A new slot's cpu (and cpuacct) group with the slot's CPU share; its children's groups come from it."""
-        name = f"autograder-{os.getpid()}-s{next(_counter)}"
+        name = f"autograder-{os.getpid()}-{fresh_name('s')}"
         cpu = cpuacct = None
         try:
             if self.cpu_parent is not None:
@@ -248,7 +247,7 @@ class CgroupV1:
     def create_child(
         self, memory_bytes: int, pids_max: int, joined: tuple[Path, ...], cpuacct_parent: Path | None = None
     ) -> ChildCgroupV1:
-        name = f"autograder-{os.getpid()}-{next(_counter)}"
+        name = f"autograder-{os.getpid()}-{fresh_name()}"
         memory = self.memory_parent / name
         memory.mkdir()
         pids = cpuacct = None

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import itertools
 import os
 import signal
 import threading
@@ -34,6 +33,7 @@ from graders.sandbox.cgroup_common import (
     SLOT_CPU_PERIOD_US,
     SLOT_CPU_QUOTA_US,
     SLOT_CPU_WEIGHT,
+    fresh_name,
     owner_is_dead,
     remove_dir,
 )
@@ -42,7 +42,6 @@ MOUNTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
 REQUIRED = ("memory", "pids")
 WANTED = ("memory", "pids", "cpu")
 TRUSTED_LEAF = "autograder-trusted"
-_counter = itertools.count()
 _root_lock = threading.Lock()  # the grader's subtree is shared by every pool of this process
 
 
@@ -185,7 +184,7 @@ class SlotCgroupV2:
         self.path, self.enabled = path, enabled
 
     def create(self, memory_bytes: int, pids_max: int) -> ChildCgroupV2:
-        group = self.path / f"r{next(_counter)}"
+        group = self.path / fresh_name("r")
         group.mkdir()
         try:
             limits: list[tuple[str, str]] = []
@@ -277,7 +276,7 @@ class CgroupV2:
     def slot(self) -> SlotCgroupV2:
         with _root_lock:
             enabled = self._ensure_root(self.enabled())
-            slot = self.root / f"s{next(_counter)}"
+            slot = self.root / fresh_name("s")
             slot.mkdir()
         try:
             if "cpu" in enabled:

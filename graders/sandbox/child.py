@@ -30,6 +30,9 @@ from graders.sandbox.errors import WireError
 
 SUBMISSION_FILE = "submission.py"
 MESSAGE_CHARS = 2000
+OUTSIDE_A_REQUEST = "a function from the grader can only be called while the grader calls your code"
+# The words of graders.code.proxy.CALLBACK_STALE, which the trusted side answers to a forged stale handle.
+STALE_HANDLE = "this function from the grader can only be called during the call that passed it to your code"
 
 
 class Usage(Exception):
@@ -55,7 +58,7 @@ class TrustedCallable:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _server is None:
-            raise RuntimeError("a function from the grader can only be called while the grader calls your code")
+            raise RuntimeError(OUTSIDE_A_REQUEST)
         return _server.reverse_call(self._handle, args, kwargs)
 
     def __repr__(self) -> str:
@@ -133,6 +136,9 @@ class Server:
         self.callbacks = 0
         self.refused: str | None = None  # the trusted side's "limit" answer: every later callback fails alike
         self.callback_lock = threading.Lock()
+        # Handles passed in the request being served: a thread still calling one after its request ended is refused
+        # here, so that it neither spends the next request's calls nor sends a frame between requests.
+        self.live: set[str] = set()
 
     def serve(self) -> None:
         global _server
@@ -147,7 +153,12 @@ class Server:
             try:
                 reply, buffers = self.handle(frame)
             finally:
-                self.request_id = None
+                # Under the lock: a reverse call from a thread of the student's is either done before the reply (the
+                # trusted side still answers it) or finds no request and raises in that thread; never a callback
+                # frame after the reply, nor a thread reading the next request's frame.
+                with self.callback_lock:
+                    self.request_id = None
+                    self.live.clear()
             reply["id"] = request_id
             _flush_std()
             wire.write_all(lockdown.RPC_OUT_FD, wire.encode_frame(reply, buffers))
@@ -233,8 +244,13 @@ class Server:
             self.caps,
             resolve_ref=self._resolve,
             device=self._device,
-            resolve_fn=TrustedCallable,
+            resolve_fn=self._passed,
         )
+
+    def _passed(self, handle: str) -> TrustedCallable:
+        """A function handle of this request's arguments: callable until the request ends (``live``)."""
+        self.live.add(handle)
+        return TrustedCallable(handle)
 
     def _device(self, kind: str) -> torch.device:
         return torch.device(self.device)
@@ -242,17 +258,19 @@ class Server:
     def reverse_call(self, handle: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Call the trusted function behind ``handle``: one callback frame out, one answer back, nothing between.
 
-        Refused here, as an exception in the student's code: outside a request, while another reverse call is in
-        flight (from a thread), arguments the wire cannot carry or over ``codec.CALLBACK_CAPS`` (a TrustedCallable
-        among them), and every call after the trusted side said the call's limit was reached.
+        Calls from several threads at once go one after the other (``callback_lock``), as a student's test that
+        uses a thread pool expects. Refused here, as an exception in the student's code: outside a request (a
+        thread still calling after its test returned), arguments the wire cannot carry or over
+        ``codec.CALLBACK_CAPS`` (a TrustedCallable among them), and every call after the trusted side said the
+        call's limit was reached.
         """
-        if self.request_id is None:
-            raise RuntimeError("a function from the grader can only be called while the grader calls your code")
-        if self.refused is not None:
-            raise RuntimeError(self.refused)
-        if not self.callback_lock.acquire(blocking=False):
-            raise RuntimeError("a function from the grader cannot be called before its previous call has returned")
-        try:
+        with self.callback_lock:
+            if self.request_id is None:
+                raise RuntimeError(OUTSIDE_A_REQUEST)
+            if handle not in self.live:
+                raise RuntimeError(STALE_HANDLE)
+            if self.refused is not None:
+                raise RuntimeError(self.refused)
             try:
                 tree, buffers = codec.encode_value((tuple(args), dict(kwargs)), codec.CALLBACK_CAPS)
             except codec.ValueRefused as exc:
@@ -263,9 +281,7 @@ class Server:
             msg |= {"args": tree["v"][0], "kwargs": tree["v"][1]}
             wire.write_all(lockdown.RPC_OUT_FD, wire.encode_frame(msg, buffers))
             frame = wire.read_frame_blocking(lockdown.RPC_IN_FD, self.reader)
-        finally:
-            self.callback_lock.release()
-        return self._callback_result(frame, seq)
+            return self._callback_result(frame, seq)
 
     def _callback_result(self, frame: wire.Frame | None, seq: int) -> Any:
         if frame is None or frame.msg.get("op") != wire.CALLBACK_REPLY or frame.msg.get("seq") != seq:

@@ -37,7 +37,8 @@ class SlotPool:
     def borrow(self) -> Iterator[Slot]:
         slot = self._free.get()
         try:
-            yield slot
+            with slot.pool.serving():  # children for the next submission are forked once this one is done
+                yield slot
         finally:
             self._free.put(slot)
 

@@ -8,7 +8,8 @@ submission takes one (``take``), the trusted side lowers its cgroup limits to th
 limits, which the child applies to its rlimits before it serves anything else (``child.Server.limits``); then the
 source is sent. A child serves one submission's visible checks, or its hidden (or sealed) checks, and is never
 reused: ``release`` kills it at once, and a housekeeper thread reaps it, wipes its working dir and forks its
-replacement, off the critical path.
+replacement, off the critical path: once the submission has given the slot back (``serving``), so that no child
+waits through a submission and reads in its own age how long that one ran.
 
 The ceiling is the field-wise largest of the limits seen (it starts at ``RunLimits()``): a waiting child whose
 ceiling is below a submission's limits is discarded and one is forked on the spot at the new ceiling.
@@ -79,6 +80,7 @@ class Waiting:
     ceiling: RunLimits
     seat: Seat
     generation: int
+    epoch: int  # ChildPool._epoch when it was forked: it serves no submission after the next one
 
 
 def _widest(a: RunLimits, b: RunLimits) -> RunLimits:
@@ -107,6 +109,8 @@ class ChildPool:
         self._generation = 0
         self._working = False
         self._held = 0  # timing measurements in progress: no housekeeping starts meanwhile
+        self._serving = 0  # a submission holds the slot: no child is forked ahead until it gives the slot back
+        self._epoch = 0  # submissions the slot has given back (``serving``): children of an earlier epoch are stale
         self._takers = 0  # takes waiting for a child or a seat
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -217,6 +221,32 @@ class ChildPool:
                     raise SandboxError("the child pool did not settle")
                 self._cond.wait(min(remaining, 0.05))
 
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """While one submission holds the slot (``SlotPool.borrow``): the pool forks no child ahead, only reaps.
+
+        A child forked while a submission runs waits until the next one takes it, and its own start time (in
+        /proc/self/stat, and the time its /proc was mounted) tells it how long it waited: that was how long the
+        submission before it ran, its hidden checks included. So children are forked only while no submission holds
+        the slot, and when it is given back every child still waiting is discarded: a child's age is then only the
+        idle time since the slot's last submission ended. A take that finds its role empty still forks on the spot
+        (``_acquire``).
+        """
+        with self._cond:
+            self._serving += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._serving -= 1
+                # Every child still waiting was forked before the submission started and waited through it: it is
+                # reaped unused, and the refill forks fresh ones (as many as the submission took, plus these).
+                self._epoch += 1
+                for role in self.roles:
+                    while self._waiting[role]:
+                        self._finishing.append(self._waiting[role].popleft().process)
+                self._cond.notify_all()
+
     # --- the zygote's lifetime (Slot.restart, Slot.close) ----------------------------------------------------------
 
     def new_zygote(self, zygote: ZygoteClient) -> None:
@@ -305,7 +335,7 @@ class ChildPool:
         return lambda: self._finish(process)
 
     def _refill_role(self) -> str | None:
-        if self._zygote is None or self.slot.needs_restart or self._closed:
+        if self._zygote is None or self.slot.needs_restart or self._closed or self._serving:
             return None
         short = [r for r in self.roles if len(self._waiting[r]) + self._forking[r] < self._depth[r]]
         short.sort(key=lambda r: len(self._waiting[r]) + self._forking[r])
@@ -316,7 +346,7 @@ class ChildPool:
         assert seat is not None and self._zygote is not None
         self._reserved.add(seat)
         self._forking[role] += 1
-        zygote, generation, ceiling = self._zygote, self._generation, self._ceiling
+        zygote, generation, ceiling, epoch = self._zygote, self._generation, self._ceiling, self._epoch
 
         def job() -> None:
             process = None
@@ -328,8 +358,8 @@ class ChildPool:
                     self._reserved.discard(seat)
                     if process is not None:
                         self._busy[process] = seat
-                        if generation == self._generation and not self._closed:
-                            self._waiting[role].append(Waiting(process, ceiling, seat, generation))
+                        if generation == self._generation and epoch == self._epoch and not self._closed:
+                            self._waiting[role].append(Waiting(process, ceiling, seat, generation, epoch))
                         else:
                             self._finishing.append(process)
                     self._cond.notify_all()
@@ -362,11 +392,12 @@ class ChildPool:
             waiting = self._waiting[role].popleft()
             if (
                 waiting.generation == self._generation
+                and waiting.epoch == self._epoch
                 and self.slot.fits(waiting.ceiling, limits)
                 and waiting.process.alive()
             ):
                 return waiting
-            # Forked at a lower ceiling, by a zygote since replaced, or killed while it waited.
+            # Forked at a lower ceiling, by a zygote since replaced, before the last submission, or killed meanwhile.
             self._finishing.append(waiting.process)
         return None
 

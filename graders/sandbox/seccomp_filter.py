@@ -83,6 +83,13 @@ CLONE_NAMESPACE_FLAGS = (
     0x40000000,  # CLONE_NEWNET
 )
 _LOW32 = 0xFFFFFFFF
+# Host-wide counters a process reads of itself (tests/sandbox/test_pool_seams.py): pidfs numbers every process of
+# the host from one 64-bit counter (a pidfd's inode), and every mount gets a unique 64-bit id; in a pooled child
+# either counts the children the grader made before it. Refused: the ways to a pidfd and to the unique mount id.
+COUNTER_SYSCALLS = ("pidfd_open", "statmount", "listmount", "listns")
+CLONE_PIDFD = 0x00001000
+SOL_SOCKET, SO_PASSPIDFD, SO_PEERPIDFD = 1, 76, 77
+STATX_MNT_ID_UNIQUE = 0x4000
 CLONE_THREAD = 0x00010000
 PR_SET_DUMPABLE = 4
 
@@ -113,6 +120,15 @@ def build_filter(threads_only: bool = False) -> sc.SyscallFilter:
     # would allow a core dump (a pipe core_pattern ignores RLIMIT_CORE) and open its /proc files to its uid. The
     # kernel reads the option as an int, so only its low 32 bits are compared (high garbage bits do not help).
     f.add_rule(deny, "prctl", sc.Arg(0, sc.MASKED_EQ, _LOW32, PR_SET_DUMPABLE))
+    for name in COUNTER_SYSCALLS:
+        _add(f, sc.ERRNO(errno.ENOSYS), name)
+    f.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_PIDFD, CLONE_PIDFD))
+    for option in (SO_PASSPIDFD, SO_PEERPIDFD):
+        for call in ("getsockopt", "setsockopt"):
+            # level and optname are ints: only their low 32 bits are compared (high garbage bits do not help).
+            level, name = sc.Arg(1, sc.MASKED_EQ, _LOW32, SOL_SOCKET), sc.Arg(2, sc.MASKED_EQ, _LOW32, option)
+            f.add_rule(sc.ERRNO(errno.ENOPROTOOPT), call, level, name)
+    f.add_rule(deny, "statx", sc.Arg(3, sc.MASKED_EQ, STATX_MNT_ID_UNIQUE, STATX_MNT_ID_UNIQUE))
     if threads_only:
         for name in ("fork", "vfork"):  # absent on some architectures (aarch64): glibc uses clone there
             _add(f, deny, name)

@@ -10,6 +10,12 @@ from tests.conftest import FIXTURE_SETS
 CORRECT = "def add(a, b):\n    return a + b\n"
 BROKEN = "def add(a, b):\n    return a * b\n"
 
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and uploads
+# the set again. What it saves is the sandbox: a new app starts its zygotes (the torch import in the jail, seconds)
+# on its first code grading, and every test here grades code. The tests wait for their gradings (wait=60), so no
+# work outlives a test.
+pytestmark = pytest.mark.shared_app
+
 
 @pytest.fixture
 def code_set(client, accounts):  # type: ignore[no-untyped-def]

@@ -31,6 +31,12 @@ from tests.web.conftest import login, wait_graded
 
 # Notebooks are read before any database work: one backend is enough for the paths that store submissions.
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+
+# One app per module and backend (tests/conftest.py), as in test_code_submissions: both API tests grade code, and
+# sharing the app spares the second its own sandbox start. The uvicorn server of the first test is a second app on
+# the same settings (as before) and stops at its end; every grading is waited for (wait=60).
+pytestmark = pytest.mark.shared_app
+
 Q5_REFERENCE = (REPO / "problems" / "attention" / "solutions" / "q5" / "masked_fill.py").read_text(encoding="utf-8")
 
 

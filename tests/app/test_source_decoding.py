@@ -23,6 +23,10 @@ from tests.web.conftest import csrf_of, login, wait_graded
 WINDOWS = b"\xef\xbb\xbf" + CORRECT.encode().replace(b"\n", b"\r\n")
 LATIN1 = "# café\n".encode("latin-1") + CORRECT.encode()  # 0xe9 at offset 5
 
+# One app per module and backend (tests/conftest.py), as in test_code_submissions: the two API tests grade code, and
+# sharing the app spares the second its own sandbox start. The CLI runs use their own data dir (tmp_path).
+pytestmark = pytest.mark.shared_app
+
 
 def _post_file(client, account, data: bytes):  # type: ignore[no-untyped-def]
     return client.post(

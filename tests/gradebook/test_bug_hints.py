@@ -28,6 +28,11 @@ HINTS = """\
 ZH = {"Accept-Language": "zh-CN,zh;q=0.9"}
 EN = {"Accept-Language": "en-US,en;q=0.9"}
 
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie. The three
+# API tests grade code, and a new app would start its sandbox for each; their uploads differ, but a stored version
+# is unpacked under its content hash (app.problemsets.storage), so the shared data dir holds no stale set.
+pytestmark = pytest.mark.shared_app
+
 
 def hinted_set(tmp_path: Path, hints: str = HINTS) -> Path:
     root = tmp_path / "codeset"

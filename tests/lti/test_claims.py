@@ -23,6 +23,11 @@ from tests.cli.test_cli import run  # noqa: F401
 from tests.lti.conftest import launch
 from tests.lti.platform import LTI, canvas_claims, deep_link_claims
 
+# One app per module and backend (tests/conftest.py), as in test_launch: the rows are deleted and the platform
+# registered again before each test, and a launch keeps its state in the database (app/lti/adapters.py). Most tests
+# here are one launch, so building an app for each was most of their time.
+pytestmark = pytest.mark.shared_app
+
 AGS = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
 

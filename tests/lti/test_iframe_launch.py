@@ -22,6 +22,10 @@ from tests.lti import platform as lms
 from tests.lti.conftest import TOOL, launch
 from tests.lti.platform import canvas_claims
 
+# One app per module and backend (tests/conftest.py), as in test_launch: the rows are deleted, the cookies dropped
+# and the platform registered again before each test; the launch states and login sessions are database rows.
+pytestmark = pytest.mark.shared_app
+
 FRAME = {"sec-fetch-dest": "iframe", "sec-fetch-site": "cross-site"}
 HTTPS = "https://testserver"  # a secure context: the cookies are partitioned there
 

@@ -88,3 +88,98 @@ def test_permutation_equivariance(layer):
 """
     result = _grade(grader, source)
     assert result.score == result.max_score, result.to_dict()
+
+
+THREADED = {
+    # The shipped assert_close solution, each layer call made from a second thread.
+    "second_thread": """
+import threading
+import torch
+
+
+def _in_thread(fn, *args):
+    out = []
+    thread = threading.Thread(target=lambda: out.append(fn(*args)))
+    thread.start()
+    thread.join()
+    return out[0]
+
+
+def test_permutation_equivariance(layer):
+    g = torch.Generator().manual_seed(0)
+    b, t, d = 3, 9, 8
+    x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
+    key_valid = torch.rand(b, t, generator=g) < 0.6
+    key_valid[:, 0] = True
+    for _ in range(3):
+        perm = torch.randperm(t, generator=g)
+        expected = _in_thread(layer, x, key_valid)[:, perm]
+        actual = _in_thread(layer, x[:, perm], key_valid[:, perm])
+        torch.testing.assert_close(actual, expected)
+""",
+    # Both calls of each permutation at once, from a pool of threads.
+    "thread_pool": """
+from concurrent.futures import ThreadPoolExecutor
+import torch
+
+
+def test_permutation_equivariance(layer):
+    g = torch.Generator().manual_seed(0)
+    b, t, d = 3, 9, 8
+    x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
+    key_valid = torch.rand(b, t, generator=g) < 0.6
+    key_valid[:, 0] = True
+    perms = [torch.randperm(t, generator=g) for _ in range(3)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        plain = pool.submit(layer, x, key_valid)
+        permuted = list(pool.map(lambda p: layer(x[:, p], key_valid[:, p]), perms))
+    for perm, actual in zip(perms, permuted):
+        torch.testing.assert_close(actual, plain.result()[:, perm])
+""",
+}
+
+
+@pytest.mark.parametrize("style", sorted(THREADED))
+def test_an_honest_test_that_calls_its_layer_from_threads_scores_full_marks(grader, style: str) -> None:
+    """Calls from other threads (one at a time or at once) are answered one after the other, as from one thread."""
+    honest = _grade(grader, (SET / "solutions" / "q7" / "assert_close.py").read_text())
+    result = _grade(grader, THREADED[style])
+    assert result.score == honest.score == result.max_score, result.to_dict()
+
+
+def test_a_thread_left_calling_its_layer_after_the_test_returned_breaks_nothing(grader) -> None:
+    """A thread that goes on calling the layer after its test returned gets an exception in that thread, and the
+    grading goes on: no "corrupted channel", no later check that fails for it, the next submission graded."""
+    source = (
+        (SET / "solutions" / "q7" / "assert_close.py").read_text()
+        + """
+
+import threading as _threading
+import time as _time
+
+_honest = test_permutation_equivariance
+_started = []
+
+
+def _keep_calling(layer, x, mask):
+    for _ in range(2000):  # through the later calls of the test in this process
+        try:
+            layer(x, mask)
+        except Exception:
+            pass
+        _time.sleep(0.0005)
+
+
+def test_permutation_equivariance(layer):
+    _honest(layer)
+    if not _started:  # one thread per process: a thread each would run into the submission's process limit
+        x = torch.randn(1, 4, 8, dtype=torch.float64)
+        mask = torch.ones(1, 4, dtype=torch.bool)
+        _started.append(_threading.Thread(target=_keep_calling, args=(layer, x, mask), daemon=True))
+        _started[0].start()
+"""
+    )
+    result = _grade(grader, source)
+    assert result.score == result.max_score, result.to_dict()
+    assert not [c.feedback for c in result.checks if "channel" in c.feedback], result.to_dict()
+    support.assert_healthy(grader)
