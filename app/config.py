@@ -26,6 +26,9 @@ class Settings(BaseSettings):
     database_statement_timeout_s: float = Field(
         default=30.0, ge=0, description="PostgreSQL: a statement of the service running longer is cancelled; 0: off"
     )
+    database_busy_timeout_s: float = Field(
+        default=10.0, gt=0, le=600, description="SQLite: how long a write waits for another's lock before a 503"
+    )
     broker_url: str | None = Field(default=None, description="Celery broker (redis://...); none = embedded workers")
     secret_key: SecretStr | None = Field(default=None, description="signs session cookies; default: generated once")
     sandbox: Literal["bwrap", "unsafe-local"] = Field(default="bwrap", description="unsafe-local needs dev_mode")

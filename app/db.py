@@ -36,13 +36,18 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
+def _sqlite_pragmas(busy_timeout_s: float) -> Callable[[Any, Any], None]:
+    milliseconds = max(1, round(busy_timeout_s * 1000))
+
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={milliseconds}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    return on_connect
 
 
 def engine_for(settings: Settings) -> Engine:
@@ -52,21 +57,25 @@ def engine_for(settings: Settings) -> Engine:
         settings.resolved_database_url,
         connect_timeout_s=settings.database_connect_timeout_s,
         statement_timeout_s=settings.database_statement_timeout_s,
+        busy_timeout_s=settings.database_busy_timeout_s,
     )
 
 
-def make_engine(url: str, *, connect_timeout_s: int = 10, statement_timeout_s: float = 0) -> Engine:
+def make_engine(
+    url: str, *, connect_timeout_s: int = 10, statement_timeout_s: float = 0, busy_timeout_s: float = 10
+) -> Engine:
     """The engine of ``url``. PostgreSQL: a connection not made within ``connect_timeout_s`` fails (a server that
     drops packets, or accepts and never answers, would otherwise hang the request for the kernel's minutes of TCP
-    retries), and with ``statement_timeout_s`` the server cancels a longer statement (0: none). Processes make
+    retries), and with ``statement_timeout_s`` the server cancels a longer statement (0: none). SQLite: a write waits
+    ``busy_timeout_s`` for another connection's lock before it fails (a 503 with Retry-After). Processes make
     theirs with ``engine_for``; the migrations and the backup commands' short-lived inspections use this alone."""
     if url.startswith("sqlite"):
         # Enough connections for every request thread (anyio's 40) and the grading threads at once: a SQLite
         # connection costs little, and a request should wait for the database's lock, not for a free connection.
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": 10}, pool_size=10, max_overflow=40
+            url, connect_args={"check_same_thread": False, "timeout": busy_timeout_s}, pool_size=10, max_overflow=40
         )
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect", _sqlite_pragmas(busy_timeout_s))
         return engine
     # libpq's connect_timeout (whole seconds, at least 2) bounds the TCP connect and the startup exchange alike.
     engine = create_engine(

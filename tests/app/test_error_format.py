@@ -175,7 +175,9 @@ def test_a_locked_sqlite_database_is_a_503_with_retry_after(
     if not settings.resolved_database_url.startswith("sqlite"):
         pytest.skip("the lock is SQLite's; PostgreSQL waits for row locks instead")
     path = settings.resolved_database_url.removeprefix("sqlite:///")
-    app = create_app(settings, start_workers=False)
+    # A short busy timeout: the request waits it out against the held lock (10 s by default), and waiting is
+    # all it would measure.
+    app = create_app(settings.model_copy(update={"database_busy_timeout_s": 1.0}), start_workers=False)
     with TestClient(app, raise_server_exceptions=False) as client:
         document = client.get("/openapi.json").json()
         assert client.get(SUBMIT, headers=accounts["alice"].headers).status_code == 200  # token's last use noted
@@ -204,7 +206,9 @@ def test_a_read_goes_through_a_locked_sqlite_database(
     if not settings.resolved_database_url.startswith("sqlite"):
         pytest.skip("the lock is SQLite's")
     path = settings.resolved_database_url.removeprefix("sqlite:///")
-    app = create_app(settings, start_workers=False)
+    # A short busy timeout: the request waits it out against the held lock (10 s by default), and waiting is
+    # all it would measure.
+    app = create_app(settings.model_copy(update={"database_busy_timeout_s": 1.0}), start_workers=False)
     with TestClient(app, raise_server_exceptions=False) as client:
         blocker = sqlite3.connect(path, timeout=0)
         blocker.execute("BEGIN EXCLUSIVE")
