@@ -28,6 +28,7 @@ _PLACEHOLDER = re.compile(r"%(?:\(([a-z_][a-z0-9_]{0,30})\)[sdg]|%)")
 _PERCENT = re.compile(r"%")
 TEMPLATE_CHARS, VALUE_CHARS, MAX_PARAMS, MAX_DETAILS, MAX_NODES, MAX_DEPTH = 500, 500, 12, 24, 80, 4
 NAME_CHARS = 100
+MAX_INT_DIGITS = 30
 
 Value = Union[str, int, float, "Said"]
 
@@ -50,14 +51,27 @@ def placeholders(template: str) -> set[str] | None:
     return {m.group(1) for m in matches if m.group(1)}
 
 
-def _check_value(name: str, value: object, template: str) -> None:
+def _finite(value: object) -> bool:
+    if type(value) is int:
+        return abs(value) < 10**MAX_INT_DIGITS  # an int of any size is finite, but a long one is a long message
+    return type(value) is float and math.isfinite(value)
+
+
+def _checked_value(name: str, value: object, template: str) -> object:
+    """The value as the template shows it: a number under %d or %g is kept as rendered (3.99 under %d is 3, and
+    0.12345678912345 under %g is 0.123457), so the words never carry digits the English text does not show."""
     conversion = template[template.index(f"%({name})") + len(name) + 3]
-    if conversion in "dg" and (type(value) not in (int, float) or not math.isfinite(value)):  # type: ignore[arg-type]
-        raise BadWords(f"%({name}){conversion} needs a finite number")
+    if conversion in "dg":
+        if not _finite(value):
+            raise BadWords(f"%({name}){conversion} needs a finite number")
+        return int(value) if conversion == "d" else float(f"{value:g}")  # type: ignore[call-overload]
     if type(value) is str and len(value) > VALUE_CHARS:
         raise BadWords(f"the value of {name} is longer than {VALUE_CHARS} characters")
+    if type(value) in (int, float) and not _finite(value):
+        raise BadWords(f"the value of {name} is not a finite number of at most {MAX_INT_DIGITS} digits")
     if type(value) not in (str, int, float, Said):
         raise BadWords(f"the value of {name} is a {type(value).__name__}: a string, a number or a Said")
+    return value
 
 
 @dataclass(frozen=True)
@@ -86,8 +100,8 @@ class Said:
             raise BadWords(f"the parameters {sorted(self.params)} are not the template's {sorted(names)}")
         if len(self.params) > MAX_PARAMS:
             raise BadWords(f"at most {MAX_PARAMS} parameters")
-        for name, value in self.params.items():
-            _check_value(name, value, self.template)
+        checked = {name: _checked_value(name, value, self.template) for name, value in self.params.items()}
+        object.__setattr__(self, "params", checked)  # frozen: set once, here
         if self.depth() > MAX_DEPTH:
             raise BadWords(f"nested more than {MAX_DEPTH} deep")
 
@@ -219,7 +233,7 @@ def parse_words(raw: Any) -> Words | None:
         if type(details) is not list or len(details) > MAX_DETAILS or (needs is not None and type(needs) is not str):
             raise BadWords("details are a list; needs is a check's name")
         return Words(_parse_said(raw["headline"]), tuple(_parse_said(d) for d in details), needs)
-    except (BadWords, KeyError, IndexError):
+    except (BadWords, KeyError, IndexError, OverflowError, ValueError):  # BadWords is a ValueError too
         return None
 
 

@@ -32,7 +32,7 @@ def is_revealed(visibility: str, *, seal: Seal, now: datetime) -> bool:
     return seal.due_at is not None and now >= seal.due_at
 
 
-def _check(r: CheckResultRow, *, open_: bool, seal: Seal, source: str | None) -> CheckPublic:
+def _check(r: CheckResultRow, *, open_: bool, seal: Seal, source: str | None, names: set[str]) -> CheckPublic:
     if not open_:
         return CheckPublic(
             name=r.name,
@@ -54,11 +54,16 @@ def _check(r: CheckResultRow, *, open_: bool, seal: Seal, source: str | None) ->
         # A notebook's feedback cites "cell 7, line 3" rather than a line of the joined source.
         feedback=(with_cells(r.feedback, source) if source else r.feedback) if seal.feedback else _FEEDBACK_LATER,
         # The words say what the text says; where the text was rewritten (a notebook's cells), the text alone.
-        words=_words(r, source) if seal.feedback else None,
+        words=_words(r, source, names) if seal.feedback else None,
         visibility=r.visibility,
         # How long a hidden check ran is a channel: a sleep chosen from a hidden input reads back ~10 bits a check.
         duration_ms=r.duration_ms if r.visibility == "visible" or seal.staff else 0.0,
     )
+
+
+def _variant_lost(sub: Submission, problem: ProblemBase) -> bool:
+    """A parameterised submission whose variant is not stored: show no key rather than the set's own numbers'."""
+    return sub.variant_seed is not None and problem.generator is not None and _variant(sub, problem) is None
 
 
 def _variant(sub: Submission, problem: ProblemBase) -> Variant | None:
@@ -74,10 +79,11 @@ def submission_public(sub: Submission, loaded: LoadedSet, *, seal: Seal) -> Subm
     now = utcnow()
     checks: list[CheckPublic] = []
     sealed = 0
+    names = {row.name for row in sub.checks}
     for row in sub.checks:
         open_ = is_revealed(row.visibility, seal=seal, now=now)
         sealed += not open_
-        checks.append(_check(row, open_=open_, seal=seal, source=_code_of(sub)))
+        checks.append(_check(row, open_=open_, seal=seal, source=_code_of(sub), names=names))
     grade = sub.grade
     graded = sub.status == Status.GRADED and grade is not None
     scored = graded and seal.scores
@@ -87,12 +93,12 @@ def submission_public(sub: Submission, loaded: LoadedSet, *, seal: Seal) -> Subm
         text = loaded.explanation(sub.problem_id)
         problem_now = spec.problem(sub.problem_id)
         if text and problem_now is not None:
-            text = render_prompt(text, _variant(sub, problem_now))
+            text = None if _variant_lost(sub, problem_now) else render_prompt(text, _variant(sub, problem_now))
         explanation = {"markdown": text} if text else None
     problem = spec.problem(sub.problem_id)
     key = None
-    if graded and seal.answer_key and problem is not None:  # the key of the submission's own variant
-        key = answer_key(apply_variant(problem, _variant(sub, problem)))
+    if graded and seal.answer_key and problem is not None and not _variant_lost(sub, problem):
+        key = answer_key(apply_variant(problem, _variant(sub, problem)))  # the key of the submission's own variant
     hidden = bool(sealed) or not seal.scores
     return SubmissionPublic(
         id=sub.id,
@@ -151,11 +157,18 @@ def _bug_hint(sub: Submission, problem: object) -> dict[str, str] | None:
 _NOT_A_CHECK = "manual"  # a rubric row, not a check of the gate's matrix (as in app.gradebook.stats)
 
 
-def _words(r: CheckResultRow, source: str | None) -> dict[str, Any] | None:
+def _words(r: CheckResultRow, source: str | None, names: set[str]) -> dict[str, Any] | None:
     if source is not None and is_notebook_source(source):
         return None
     words = parse_words(r.words)  # checked again: what a checker sent, stored
-    return words.to_wire() if words is not None and words.english() == r.feedback else None
+    if words is None or words.english() != r.feedback:
+        return None
+    wire = words.to_wire()
+    # ``needs`` is not in the English text: only the name of another check of this submission may pass, never a
+    # string a check made up (it could carry a hidden input).
+    if wire.get("needs") not in names or wire.get("needs") == r.name:
+        wire.pop("needs", None)
+    return wire
 
 
 def _code_of(sub: Submission) -> str | None:

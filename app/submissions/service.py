@@ -170,6 +170,10 @@ def store(
     seed, variant = student_variant(session, settings, version=version, loaded=loaded, problem=problem,
                                     assignment_id=assignment.id, user_id=user.id,
                                     round_=variant_rounds(session, assignment, user.id).get(problem_id, 0))  # fmt: skip
+    if variant is not None:
+        # Kept apart from the attempt's transaction: a conflict there rolls back and goes round again, and a
+        # variant generated just now would go with it (the page would then have no key of this seed to show).
+        session.commit()
     grading_started = time.perf_counter()
     result = inline.grade(loaded, problem_id, payload, variant) if inline is not None else None
     grading_s = time.perf_counter() - grading_started

@@ -177,7 +177,7 @@ def _roster_page(
     request: Request, session: WebSession, access: Access, offering: Offering, status: int = 200, **extra: Any
 ) -> Response:
     saved = request.query_params.get("saved", "")
-    extra.setdefault("saved", int(saved) if saved.isdigit() else None)
+    extra.setdefault("saved", int(saved) if saved.isascii() and saved.isdigit() and len(saved) < 19 else None)
     return render(
         request,
         "courses/roster.html",

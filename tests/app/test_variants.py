@@ -117,6 +117,9 @@ def test_two_students_see_their_own_numbers_and_are_graded_on_their_own_key(  # 
         )
         session.execute(delete(ProblemVariant))
         session.commit()
+    # With its variant not stored, the submission shows no key at all, never the set's own (seed 0) numbers.
+    lost = client.get(f"/api/v1/submissions/{right['id']}", headers=alice.headers).json()
+    assert lost["score"] == 8.0 and lost["answer_key"] is None and lost["explanation"] is None
     instructor = accounts["instructor"]
     # The bulk regrade's preview grades each stored answer on its own variant: nothing changes.
     with sessions() as session:

@@ -85,8 +85,10 @@ def test_the_worker_command_runs_at_the_configured_priority(tmp_path: Path) -> N
             start_new_session=True,
         )
     try:
+        deadline = time.monotonic() + 300  # bounds a worker that hangs at start; measures nothing
         while "slot(s) polling" not in log.read_text(errors="replace"):  # up, however long that takes here
             assert proc.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, "the worker did not start: " + log.read_text(errors="replace")
             time.sleep(0.2)
         assert "worker CPU priority: nice 7" in log.read_text()
         stat = Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()

@@ -96,3 +96,20 @@ def test_the_service_keeps_a_checkers_words_only_when_they_say_what_its_text_say
     assert protocol.parse_feedback(forged) == "something else"
     assert protocol.parse_feedback({"feedback": "text", "words": {"headline": "nonsense"}}) == "text"
     assert protocol.feedback_fields(None) == {"feedback": ""}
+
+
+def test_a_number_is_kept_as_the_text_shows_it_so_the_words_carry_no_more_digits() -> None:
+    # A hidden check that passed a raw float (an error computed from a hidden input) under %g would otherwise
+    # hand the student all 17 digits in the words while the English text shows 6.
+    words = said("x.err", "error %(e)g after %(n)d steps", e=0.12345678912345, n=3.99)
+    assert words.english() == "error 0.123457 after 3 steps"
+    assert words.to_wire()["params"] == {"e": 0.123457, "n": 3}
+    stranger = {"headline": words.to_wire() | {"params": {"e": 0.12345678912345, "n": 3.99}}, "details": []}
+    parsed = parse_words(stranger)
+    assert parsed is not None and parsed.headline.params == {"e": 0.123457, "n": 3}
+
+
+@pytest.mark.parametrize("conversion", ["g", "d", "s"])
+def test_a_huge_integer_from_a_stranger_is_no_words_not_a_crash(conversion: str) -> None:
+    raw = {"headline": {"code": "a", "template": f"%(x){conversion}", "params": {"x": 10**400}}, "details": []}
+    assert parse_words(raw) is None

@@ -72,11 +72,15 @@ def test_cgroup_names_carry_no_counter(grader: CodeGrader) -> None:
     assert checked, lines  # at least one group of the child's own (memory, pids, cpuacct)
 
 
-def _borrowed_run(grader: CodeGrader, seconds: float) -> None:
-    """One submission's worth of a slot, as the grader holds it: borrow, a pooled child runs a while, give back."""
+def _borrowed_run(grader: CodeGrader, seconds: float) -> tuple[float, float]:
+    """One submission's worth of a slot, as the grader holds it: borrow, a pooled child runs a while, give back.
+
+    Returns the boot and wall clocks read while the slot is still held: every later fork comes after them, however
+    long this thread waits for a core once the slot is given back (the housekeeper may fork at once)."""
     with grader._pool.borrow() as slot, child(slot, BIG, STUDENT, PROBE) as process:
         call(process, "probe")
         time.sleep(seconds)  # the submission's checks, visible and hidden
+        return time.clock_gettime(time.CLOCK_BOOTTIME), time.time()
 
 
 def _next_child_sees(grader: CodeGrader) -> dict[str, Any]:
@@ -94,8 +98,7 @@ def test_a_pooled_child_was_forked_after_the_submission_before_it(grader: CodeGr
     """
     assert len(grader._pool.slots) == 1  # so the second borrow gets the slot the first one used
     grader._pool.settle()
-    _borrowed_run(grader, 0.5)
-    ended_boot, ended_real = time.clock_gettime(time.CLOCK_BOOTTIME), time.time()
+    ended_boot, ended_real = _borrowed_run(grader, 0.5)
     seen = _next_child_sees(grader)
     assert seen["started_s"] >= ended_boot - TICK_S, (seen["started_s"], ended_boot)
     assert seen["proc_mounted"] >= ended_real - COARSE_S, (seen["proc_mounted"], ended_real)

@@ -105,3 +105,22 @@ def test_format_hints_are_shown_in_the_viewers_language() -> None:
             "hint": ANSWER_KINDS["numeric"].hint_for(NumericSpec(kind="numeric", answer=1.0))}  # fmt: skip
     html = blank_html(slug="ch9", problem_id="q1", part=part, given="", mark=None, multi_part=False, tr=ZH)
     assert "数字，例如 0.75 或 3^4" in html and "number, e.g." not in html
+
+
+def test_needs_reaches_the_api_only_as_the_name_of_another_check_of_the_submission() -> None:
+    # ``needs`` is not in the English text: a check could put a hidden input there. Only another check's name
+    # of the same submission passes.
+    from app.submissions.models import CheckResultRow
+    from app.submissions.presenter import _words
+    from graders.words import Words, said
+
+    def row(needs: str) -> CheckResultRow:
+        words = Words(said("x.y", "Fix the mask."), needs=needs)
+        return CheckResultRow(name="masking", feedback=words.english(), words=words.to_wire())
+
+    names = {"softmax_axis", "masking"}
+    assert _words(row("softmax_axis"), None, names) == {"headline": said("x.y", "Fix the mask.").to_wire(),
+                                                        "details": [], "needs": "softmax_axis"}  # fmt: skip
+    for made_up in ("the hidden T is 37", "masking"):
+        wire = _words(row(made_up), None, names)
+        assert wire is not None and "needs" not in wire
