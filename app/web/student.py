@@ -7,7 +7,7 @@ import contextlib
 import time
 from dataclasses import asdict
 from typing import Annotated
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
@@ -109,6 +109,14 @@ def submit(
                       typed_code=code if isinstance(code, str) else "", **context)  # fmt: skip
     request.app.state.dispatch(sub_id)
     return RedirectResponse(f"/submissions/{sub_id}", status_code=303)
+
+
+@router.get("/sets/{slug}/problems/{problem_id}")
+def problem_address(request: Request, slug: str, problem_id: str) -> RedirectResponse:
+    """The address a refused submission leaves in the address bar (the form's POST): reloading it or coming back
+    to it later opens the problem on its set page, not a bare 405."""
+    query = f"?{request.url.query}" if request.url.query else ""
+    return RedirectResponse(f"/sets/{quote(slug)}{query}#problem-{quote(problem_id)}", status_code=303)
 
 
 def _store(session: Session, settings: Settings, form: FormData, *, user: User, slug: str, problem_id: str) -> int:

@@ -98,3 +98,12 @@ def test_the_words_are_chinese_in_the_chinese_interface(client, world: World, se
     _send(client, page)
     page = client.get("/sets/basic").text
     assert "已无剩余次数：1 次提交机会均已用完。" in page
+
+
+def test_the_address_a_refused_submission_leaves_opens_the_problem(client, world: World) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    # A refused form is answered at its POST address; reloading it later (a GET) used to be a raw JSON 405.
+    login(client, world.people["a:alice"])
+    for query in ("", f"?offering={world.a}"):
+        resp = client.get(f"/sets/basic/problems/t1{query}", follow_redirects=False)
+        assert resp.status_code == 303 and resp.headers["location"] == f"/sets/basic{query}#problem-t1"
+    assert client.get("/sets/basic/problems/t1").status_code == 200  # and the set page answers there
