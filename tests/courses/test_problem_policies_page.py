@@ -44,7 +44,8 @@ def test_per_problem_settings_are_saved_from_the_page_and_apply(client, world: W
     }
     shown = teacher.get(url).text
     assert 'name="problem.t1.max_attempts" size="5" aria-label="t1 attempts" value="2"' in shown
-    assert "<option selected>never</option>" in shown.split('name="problem.t1.answer_key"')[1].split("</select>")[0]
+    answer_key = shown.split('name="problem.t1.answer_key"')[1].split("</select>")[0]
+    assert '<option value="never" selected>never</option>' in answer_key
 
     bad = teacher.post(url, data={**form, "problem.t3.decay_per_attempt": "2"})
     assert bad.status_code == 422 and "problem_policies.t3.decay_per_attempt is a fraction between 0 and 1" in bad.text
