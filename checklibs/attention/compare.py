@@ -140,6 +140,16 @@ def mismatch(
     return Mismatch(what, float(err.max()), float(rel.max()), worst, dtype_name(actual), rtol, atol, against)
 
 
+def _shape_or_nonfinite(actual: object, expected: Tensor, what: str, *, visible: bool) -> str | None:
+    """What ``compare`` and ``compare_words`` say before comparing values: a wrong shape or type, or non-finite
+    values where the reference has none."""
+    problem = shape_problem(actual, expected, what, visible=visible)
+    if problem is not None or not bool(torch.isfinite(expected).all()):
+        return problem
+    assert isinstance(actual, Tensor)
+    return nonfinite_problem(actual, what, visible=visible)
+
+
 def compare(
     actual: object,
     expected: Tensor,
@@ -154,14 +164,10 @@ def compare(
 
     ``visible``: the check's inputs may be shown, so the report may give exact errors, counts and indices.
     """
-    problem = shape_problem(actual, expected, what, visible=visible)
+    problem = _shape_or_nonfinite(actual, expected, what, visible=visible)
     if problem is not None:
         return problem
     assert isinstance(actual, Tensor)
-    if bool(torch.isfinite(expected).all()):
-        problem = nonfinite_problem(actual, what, visible=visible)
-        if problem is not None:
-            return problem
     found = mismatch(actual, expected, rtol=rtol, atol=atol, what=what, against=against)
     return found.describe(visible=visible) if found else None
 
@@ -177,14 +183,10 @@ def compare_words(
     visible: bool = False,
 ) -> Words | None:
     """``compare`` as words (graders.words): what differs as the headline, the errors as its detail."""
-    problem = shape_problem(actual, expected, what, visible=visible)
+    problem = _shape_or_nonfinite(actual, expected, what, visible=visible)
     if problem is not None:
         return of_text(problem)
     assert isinstance(actual, Tensor)
-    if bool(torch.isfinite(expected).all()):
-        problem = nonfinite_problem(actual, what, visible=visible)
-        if problem is not None:
-            return of_text(problem)
     found = mismatch(actual, expected, rtol=rtol, atol=atol, what=what, against=against)
     return found.words(visible=visible) if found else None
 
