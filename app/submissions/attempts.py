@@ -128,7 +128,7 @@ def variant_rounds(session: Session, assignment: Assignment, user_id: int) -> di
     """Problem id -> how many new variants the student has drawn under ``new_variant_after`` (their next attempt's
     variant: attempts so far // N); empty when the assignment keeps one variant per student."""
     every = assignment.new_variant_after
-    if not every:
+    if not every or assignment.shared_variant:
         return {}
     used = session.execute(
         select(Submission.problem_id, func.count())
