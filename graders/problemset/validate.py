@@ -27,6 +27,8 @@ class ValidationReport:
     gates: dict[str, dict[str, Any]] = field(default_factory=dict)
     gate_texts: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Problem id -> the parts its generator rewrites in the variants the gate drew (their keys differ per student).
+    variant_parts: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -40,6 +42,7 @@ class ValidationReport:
             "answer_cases_checked": self.answer_cases,
             "mutant_gates": self.gates,
             "notes": self.notes,
+            "variant_parts": self.variant_parts,
         }
 
     def render_text(self) -> str:

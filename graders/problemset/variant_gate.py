@@ -74,6 +74,7 @@ def check_variants(
                 SetError(SET_FILE, at, f"seed {seed}: two variants show the same prompt with different keys")
             )
             return
+    report.variant_parts[problem.id] = sorted(set().union(*(v.parts for v in first.values())))
     report.notes.append(f"{problem.id}: {len(seeds)} variants drawn, {len(prompts)} different prompts")
 
 

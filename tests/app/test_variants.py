@@ -436,3 +436,49 @@ def test_the_settings_page_sets_the_variants_choice(client, accounts, attention_
     with sessions() as session:
         row = session.get(Assignment, assignment_id)
         assert row is not None and row.variants == "shared" and row.new_variant_after is None
+
+
+def test_statistics_and_the_gradebook_break_down_by_variant(client, accounts, attention_set, sessions) -> None:  # type: ignore[no-untyped-def]
+    """Alice answers her own numbers right, Bob answers Alice's (wrong for him): the statistics give each variant
+    its own row (Bob's, the lower mean, first) and the parameters' values; the gradebook CSVs name each student's
+    variant after the total; the instructor's page shows the breakdown."""
+    from app.courses.models import Assignment
+
+    alice, bob, instructor = accounts["alice"], accounts["bob"], accounts["instructor"]
+    mine = numbers_in(client.get("/api/v1/problem-sets/attention/problems/q4", headers=alice.headers).json()["prompt"])
+    theirs = numbers_in(client.get("/api/v1/problem-sets/attention/problems/q4", headers=bob.headers).json()["prompt"])
+    assert submit(client, alice, mine.answers())["score"] == 8.0
+    assert submit(client, bob, mine.answers())["score"] < 8.0
+    with sessions() as session:
+        assignment = session.scalars(select(Assignment)).one()
+        seeds = {
+            who.id: seed_for(client.app.state.settings, assignment_id=assignment.id, user_id=who.id, problem_id="q4")
+            for who in (alice, bob)
+        }
+        offering_id = assignment.offering_id
+
+    stats = client.get("/api/v1/gradebook/attention/stats", headers=instructor.headers).json()
+    q4 = next(p for p in stats["problems"] if p["id"] == "q4")
+    assert [v["seed"] for v in q4["variants"]] == [seeds[bob.id], seeds[alice.id]]  # the lowest mean first
+    assert q4["variants"][1]["mean_best"] == 8.0 and q4["variants"][1]["full_marks_fraction"] == 1.0
+    assert q4["variants"][1]["params"]["T"] == mine.T and q4["variants"][0]["params"]["T"] == theirs.T
+    differing = [name for name in ("B", "H", "T", "d") if getattr(mine, name) != getattr(theirs, name)]
+    rows = {(r["name"], r["value"]): r for r in q4["by_parameter"]}
+    for name in differing:
+        assert rows[(name, str(getattr(mine, name)))]["mean_best"] == 8.0
+        assert rows[(name, str(getattr(theirs, name)))]["mean_best"] < 8.0
+    q1 = next(p for p in stats["problems"] if p["id"] == "q1")
+    assert q1["variants"] == [] and q1["by_parameter"] == []  # no parameters, no breakdown
+
+    book = client.get("/api/v1/gradebook/attention.csv", headers=instructor.headers).text.splitlines()
+    header = book[0].split(",")
+    assert header[-2:] == ["total", "q4 variant"] and "q1 variant" not in header
+    by_email = {line.split(",")[0]: line.split(",") for line in book[1:]}
+    assert by_email[alice.email][-1] == str(seeds[alice.id]) and by_email[bob.email][-1] == str(seeds[bob.id])
+    whole = client.get(f"/api/v1/offerings/{offering_id}/gradebook.csv", headers=instructor.headers).text.splitlines()
+    assert whole[0].split(",")[-1] == "attention/q4 variant"
+    assert any(line.startswith(alice.email) and line.endswith(str(seeds[alice.id])) for line in whole[1:])
+
+    login(client, instructor)
+    page = client.get(f"/instructor/sets/attention/gradebook?offering={offering_id}").text
+    assert "By variant" in page and f'<th scope="row">{seeds[alice.id]}</th>' in page

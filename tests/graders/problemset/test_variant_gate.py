@@ -95,6 +95,7 @@ def test_a_deterministic_generator_whose_answers_its_parts_accept_passes(tmp_pat
     report = gate(make_set(tmp_path / "s", GOOD), pool)
     assert report.ok, report.render_text()
     assert any("8 variants drawn" in note for note in report.notes)
+    assert report.to_dict()["variant_parts"] == {"q1": ["b1", "b2"]}  # what the generator rewrites (aliases read it)
 
 
 def test_a_generator_that_is_not_deterministic_is_refused(tmp_path, pool) -> None:  # type: ignore[no-untyped-def]
