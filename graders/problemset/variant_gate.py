@@ -17,6 +17,7 @@ from graders.problemset.variants import (
     VariantSource,
     apply_variant,
     parse_variant,
+    prompt_names,
     render_prompt,
 )
 
@@ -78,6 +79,11 @@ def check_variants(
     report.notes.append(f"{problem.id}: {len(seeds)} variants drawn, {len(prompts)} different prompts")
 
 
+def _where_of(at: str) -> str:
+    """``problems[3]`` of ``problems[3].generator``: where a part's examples are written."""
+    return at.removesuffix(".generator")
+
+
 def _own_answers_accepted(
     problem: ProblemBase, variant: Variant, seed: int, at: str, report: ValidationReport
 ) -> dict[str, str] | None:
@@ -99,4 +105,17 @@ def _own_answers_accepted(
                 )
             )
             return None
+    for part_id, spec in zip(mine.part_ids(), mine.answer_parts(), strict=False):
+        for expected, cases in ((True, spec.accept), (False, spec.reject)):
+            for case in (c for c in cases if prompt_names(c)):
+                report.answer_cases += 1
+                shown = render_prompt(case, variant)
+                result = grade_part(shown, spec)
+                if result.correct != expected:
+                    verb = "accept" if expected else "reject"
+                    report.errors.append(
+                        SetError(SET_FILE, f"{_where_of(at)}.{part_id}.{verb}",
+                                 f"seed {seed}: {case!r} (here {shown!r}) should be {verb}ed: {result.feedback}")
+                    )  # fmt: skip
+                    return None
     return keys

@@ -38,6 +38,9 @@ def test_q4_passes_the_variant_gate(pool) -> None:  # type: ignore[no-untyped-de
     report = validate_set(load_problem_set(SET_ROOT), code_grader=None, only={"q4"}, variants=_Source(pool))
     assert report.ok, report.render_text()
     assert any(note.startswith("q4: 20 variants drawn") for note in report.notes)
+    # Q4's examples written per parameter ({%d%}/{%H%}, {%B%}*{%T%}^2 ...), checked on each of the 20 variants.
+    plain = validate_set(load_problem_set(SET_ROOT), code_grader=None, only={"q4"})
+    assert report.answer_cases - plain.answer_cases == 10 * 20
 
 
 def test_seed_0_is_todays_numbers_and_others_differ(pool) -> None:  # type: ignore[no-untyped-def]
