@@ -127,6 +127,26 @@ class ChildCgroupV1:
                 remove_dir(group)
 
 
+class TrustedCgroupV1:
+    """A trusted process's place in its slot: the slot's cpu group and an accounting group of its own."""
+
+    def __init__(self, joined: tuple[Path, ...], cpuacct: Path | None) -> None:
+        self.joined, self.cpuacct = joined, cpuacct
+
+    def add(self, pid: int) -> None:
+        for group in (*self.joined, self.cpuacct):
+            if group is not None:
+                (group / "cgroup.procs").write_text(str(pid))
+
+    def cpu_usage_usec(self) -> int | None:
+        return ChildCgroupV1(V1_ROOT, None, (), self.cpuacct).cpu_usage_usec()
+
+    def remove(self) -> None:
+        """After its processes are gone (the slot's own groups stay)."""
+        if self.cpuacct is not None:
+            remove_dir(self.cpuacct)
+
+
 class SlotCgroupV1:
     """One slot: its CPU share (a cpu group, and a cpuacct group for its accounting) and its children's groups."""
 
@@ -140,6 +160,18 @@ class SlotCgroupV1:
         # group inside the slot's, whose share and quota still bound it.
         joined = () if self.cpu is None or self.cpu == self.cpuacct else (self.cpu,)
         return self.hierarchy.create_child(memory_bytes, pids_max, joined, self.cpuacct)
+
+    def trusted(self) -> TrustedCgroupV1 | None:
+        """A group for a trusted process of this slot: in its cpu group, with a cpuacct group of its own inside the
+        slot's (None without a cpu group, where no CPU share exists to put it in)."""
+        if self.cpu is None:
+            return None
+        own = None
+        if self.cpuacct is not None:
+            own = self.cpuacct / f"autograder-{os.getpid()}-{fresh_name('t')}"
+            own.mkdir()
+        joined = () if own is not None and self.cpu == self.cpuacct else (self.cpu,)
+        return TrustedCgroupV1(joined, own)
 
     def _child_groups(self) -> list[Path]:
         return sorted(self.cpuacct.glob("autograder-*-*")) if self.cpuacct is not None else []
