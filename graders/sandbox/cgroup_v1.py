@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from graders.sandbox.cgroup_common import (
@@ -172,6 +174,22 @@ class SlotCgroupV1:
             own.mkdir()
         joined = () if own is not None and self.cpu == self.cpuacct else (self.cpu,)
         return TrustedCgroupV1(joined, own)
+
+    @contextlib.contextmanager
+    def this_thread(self) -> Iterator[None]:
+        """The calling thread in this slot's cpu group meanwhile: the service's grading thread, which decodes the
+        slot's replies and answers its reverse calls, shares the slot's CPU share. v1 moves one thread at a time
+        (its ``tasks`` file); it goes back to the service's own group afterwards, whatever happened."""
+        home = self.hierarchy.cpu_parent
+        if self.cpu is None or home is None:
+            yield
+            return
+        tid = str(threading.get_native_id())
+        (self.cpu / "tasks").write_text(tid)
+        try:
+            yield
+        finally:
+            (home / "tasks").write_text(tid)
 
     def _child_groups(self) -> list[Path]:
         return sorted(self.cpuacct.glob("autograder-*-*")) if self.cpuacct is not None else []

@@ -223,6 +223,11 @@ class SlotCgroupV2:
             raise
         return ChildCgroupV2(group)
 
+    def this_thread(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing: a thread of the service cannot leave the service's group in v2, where every thread of a process
+        shares its (domain) group; only the checker, a process of its own, is in the slot's (``trusted``)."""
+        return contextlib.nullcontext()
+
     def trusted(self) -> TrustedCgroupV2:
         """A leaf for a trusted process of this slot, under the slot's CPU share; no memory or pids limit (the
         checker has its own address-space limit and cannot fork)."""

@@ -209,3 +209,22 @@ def test_timed_replies_are_not_kept_by_the_service(budgeted: CodeGrader, budget_
     timed = next(c for c in result.checks if c.name == "timed")
     assert timed.passed, result.to_dict()
     assert peak < 4 * (24 << 20), f"the service held {peak >> 20} MiB for 8 replies of 24 MiB"
+
+
+def test_the_grading_thread_is_in_its_slots_cpu_group_while_it_grades(budgeted: CodeGrader) -> None:
+    """The service's thread decodes the slot's replies and answers its reverse calls: in cgroup v1 it shares the
+    slot's CPU share while it grades, and is back in the service's own group after."""
+    slot = budgeted._pool.slots[0]
+    group = getattr(slot.cgroups, "cpu", None)
+    if slot.cgroups is None or slot.cgroups.version != "v1" or group is None:
+        pytest.skip("only cgroup v1 moves a single thread (v2 keeps a process's threads in one group)")
+    seen: list[str] = []
+
+    def check(student):
+        seen.append(Path("/proc/thread-self/cgroup").read_text())
+        assert student.call("add", 1, 2) == 3
+
+    result = _grade(budgeted, check)
+    assert result.checks[0].passed, result.to_dict()
+    assert group.name in seen[0], seen
+    assert group.name not in Path("/proc/thread-self/cgroup").read_text()
