@@ -141,7 +141,11 @@ class TrustedCgroupV1:
                 (group / "cgroup.procs").write_text(str(pid))
 
     def cpu_usage_usec(self) -> int | None:
-        return ChildCgroupV1(V1_ROOT, None, (), self.cpuacct).cpu_usage_usec()
+        if self.cpuacct is None:
+            return None
+        with contextlib.suppress(OSError, ValueError):
+            return int((self.cpuacct / "cpuacct.usage").read_text()) // 1000
+        return None
 
     def remove(self) -> None:
         """After its processes are gone (the slot's own groups stay)."""
@@ -156,6 +160,7 @@ class SlotCgroupV1:
 
     def __init__(self, hierarchy: CgroupV1, cpu: Path | None, cpuacct: Path | None) -> None:
         self.hierarchy, self.cpu, self.cpuacct = hierarchy, cpu, cpuacct
+        self.threads: Path | None = None  # the service's grading thread's group inside the slot's (``this_thread``)
 
     def create(self, memory_bytes: int, pids_max: int) -> ChildCgroupV1:
         # The child's own accounting group inside the slot's; mounted together with cpu, that group is also a cpu
@@ -179,13 +184,18 @@ class SlotCgroupV1:
     def this_thread(self) -> Iterator[None]:
         """The calling thread in this slot's cpu group meanwhile: the service's grading thread, which decodes the
         slot's replies and answers its reverse calls, shares the slot's CPU share. v1 moves one thread at a time
-        (its ``tasks`` file); it goes back to the service's own group afterwards, whatever happened."""
+        (its ``tasks`` file); it goes back to the service's own group afterwards, whatever happened. It goes into a
+        group of its own inside the slot's, never the slot's group itself: the slot's cleanup kills what is in the
+        slot's groups, and a thread there lists the whole service among the members."""
         home = self.hierarchy.cpu_parent
         if self.cpu is None or home is None:
             yield
             return
+        if self.threads is None:
+            self.threads = self.cpu / f"autograder-{os.getpid()}-{fresh_name('g')}"
+            self.threads.mkdir()
         tid = str(threading.get_native_id())
-        (self.cpu / "tasks").write_text(tid)
+        (self.threads / "tasks").write_text(tid)
         try:
             yield
         finally:
@@ -208,7 +218,12 @@ class SlotCgroupV1:
         return int((self.cpuacct / "cpuacct.usage").read_text()) // 1000
 
     def remove(self) -> None:
+        if self.threads is not None:  # never killed: it holds the service's own threads while they grade
+            with contextlib.suppress(OSError):
+                self.threads.rmdir()
         for child in self._child_groups():  # normally gone: each child's finish removes its own
+            if child == self.threads:
+                continue
             ChildCgroupV1(child, None).kill_all(timeout_s=1.0)
             remove_dir(child)
         for group in dict.fromkeys(g for g in (self.cpu, self.cpuacct) if g is not None):
