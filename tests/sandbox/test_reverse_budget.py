@@ -25,6 +25,7 @@ from graders.grade import grade_submission
 from graders.problemset.loader import load_problem_set
 from graders.results import Verdict, Visibility
 from graders.sandbox import procfs
+from graders.sandbox.errors import RunEnded
 from tests.sandbox import support
 
 BUSY_S = 0.02  # CPU time each call of the trusted function burns
@@ -49,8 +50,18 @@ def big(x):
 
 def add(a, b):
     return a + b
+
+def huge():
+    return torch.zeros(24 << 20)  # 96 MiB, over the 64 MiB transfer cap
+
+def forged_huge():
+    import gc, json, os, struct
+    server = next(o for o in gc.get_objects() if type(o).__name__ == "Server")  # the child's own: the student's
+    msg = {"id": server.request_id, "ok": True, "value": {"t": "bytes", "b": 0}}
+    header = json.dumps({"msg": msg, "bufs": [1 << 30]}).encode()
+    os.write(4, struct.pack("<I", len(header)) + header + bytes(1 << 20))  # declares 1 GiB, sends 1 MiB
 """
-ENTRYPOINTS = ("flood", "big", "add")
+ENTRYPOINTS = ("flood", "big", "add", "huge", "forged_huge")
 
 
 def _busy(x: torch.Tensor) -> torch.Tensor:
@@ -228,3 +239,31 @@ def test_the_grading_thread_is_in_its_slots_cpu_group_while_it_grades(budgeted: 
     assert result.checks[0].passed, result.to_dict()
     assert group.name in seen[0], seen
     assert group.name not in Path("/proc/thread-self/cgroup").read_text()
+
+
+@pytest.mark.parametrize("entry", ["huge", "forged_huge"])
+def test_one_huge_reply_is_refused_before_the_service_holds_it(budgeted: CodeGrader, entry: str) -> None:
+    """A return value over the transfer cap is refused in the child; a forged frame that declares 1 GiB is refused
+    by its declared length, before anything is allocated: a student verdict either way, and the service's memory
+    does not grow by the reply."""
+    outcome: list[BaseException] = []
+
+    def check(student):
+        try:
+            student.call(entry)
+        except BaseException as exc:  # RunEnded is not an Exception: a check cannot swallow it
+            outcome.append(exc)
+            raise
+
+    tracemalloc.start()
+    try:
+        result = _grade(budgeted, check)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.verdict is not Verdict.INTERNAL_ERROR and not result.checks[0].passed, result.to_dict()
+    assert outcome, result.to_dict()
+    if entry == "forged_huge":  # refused by its declared length, not by an error in the forger's own code
+        assert isinstance(outcome[0], RunEnded) and outcome[0].cause == "protocol", outcome
+    assert peak < 32 << 20, f"the service held {peak >> 20} MiB"
+    support.assert_healthy(budgeted)
