@@ -434,7 +434,8 @@ class _SandboxTimingSession:
     read here from its cgroup or its process CPU clock (never from the child, which could forge it), so that load
     beside the run, which only delays it, and a sleep in it, which uses no CPU, neither earn nor lose a timing point;
     on a GPU worker the wall time, as the child waits for its kernels before it replies. The student's reply is kept
-    as received and decoded only when the check asks for it, so nothing after a call depends on what it returned.
+    as received and decoded only when the check asks for it, so nothing after a call depends on what it returned
+    (a set's checker gets it with the timing: ``checker/host._Run`` decodes it at once and keeps nothing).
     """
 
     def __init__(self, proxy: SandboxProxy, ref: StudentProcess, name: str) -> None:
