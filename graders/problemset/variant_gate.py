@@ -69,6 +69,8 @@ def check_variants(
         keys = _own_answers_accepted(problem, variant, seed, at, report)
         if keys is None:
             return
+        if seed == 0 and not _seed_zero_is_the_sets_own(problem, keys, at, report):
+            return
         shown = render_prompt(prompt, variant)
         if prompts.setdefault(shown, keys) != keys:
             report.errors.append(
@@ -77,6 +79,22 @@ def check_variants(
             return
     report.variant_parts[problem.id] = sorted(set().union(*(v.parts for v in first.values())))
     report.notes.append(f"{problem.id}: {len(seeds)} variants drawn, {len(prompts)} different prompts")
+
+
+def _seed_zero_is_the_sets_own(problem: ProblemBase, keys: dict[str, str], at: str, report: ValidationReport) -> bool:
+    """Seed 0 is what an assignment of shared variants gives every student, and the examples without parameters
+    are checked against problemset.yaml's keys: so its keys must be those, or a shared class would be graded
+    against numbers the set's own checks never saw."""
+    for part_id, spec in zip(problem.part_ids(), problem.answer_parts(), strict=False):
+        written = answer_kind(spec.kind).released_key(spec)
+        if written and keys.get(part_id, written) != written:
+            report.errors.append(
+                SetError(SET_FILE, f"{at}.{part_id}",
+                         f"seed 0 must give the set's own numbers: its key is {keys[part_id]!r}, "
+                         f"problemset.yaml's is {written!r}")
+            )  # fmt: skip
+            return False
+    return True
 
 
 def _where_of(at: str) -> str:

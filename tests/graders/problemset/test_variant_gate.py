@@ -62,6 +62,12 @@ def generate(seed):
     return {"params": {"a": 2, "b": 3}, "parts": {"b2": {"answers": ["five" if seed == 0 else " "]}}}
 """
 
+SEED_ZERO_DIFFERS = """\
+def generate(seed):
+    # Seed 0 should be the set's own a=2, b=3 (key 5): a shared class would be graded against 4 instead.
+    return {"params": {"a": 1, "b": 3}, "parts": {"b1": {"answer": 4}, "b2": {"answers": ["four"]}}}
+"""
+
 
 class _Source:
     def __init__(self, pool: CheckerPool, timeout_s: float) -> None:
@@ -178,3 +184,9 @@ def test_an_example_naming_an_undeclared_parameter_is_refused(tmp_path) -> None:
     root = with_examples(make_set(tmp_path / "s", GOOD), "{%a%}+{%c%}", "0")
     with pytest.raises(ProblemSetInvalid, match=r"names \['c'\]"):
         load_problem_set(root)
+
+
+def test_a_generator_whose_seed_zero_is_not_the_sets_own_numbers_is_refused(tmp_path, pool) -> None:  # type: ignore[no-untyped-def]
+    report = gate(make_set(tmp_path / "s", SEED_ZERO_DIFFERS), pool)
+    assert not report.ok
+    assert "seed 0 must give the set's own numbers: its key is '4', problemset.yaml's is '5'" in report.render_text()
