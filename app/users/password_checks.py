@@ -4,25 +4,40 @@ every login, the API's (``POST /api/v1/auth/login``) and the form's (``POST /log
 argon2 costs about 30 ms of CPU a check (app.security; 0.2 s for a hash made before). A class logging in at once,
 each login checked in its own request thread, would leave no thread for anything else: every other request then
 waits for a thread while it holds its pooled connection, until the pool times out. Here a login waits for its turn
-as a coroutine (no thread, no connection: ``app.users.service.authenticate`` hands its connection back before
-hashing), and a login whose client has gone while it waited is dropped without spending a check.
+as a coroutine (no thread, no connection), and a login whose client has gone while it waited is dropped without
+spending a check.
+
+A turn covers the hash alone (``check_login_password``: the verify, and a re-hash of an older hash), never the
+database: the account's read before it and the session's write after it (``app.users.service``) take a few
+milliseconds on a quiet machine but tens to hundreds on a busy one, where each round trip waits for the GIL behind
+every other request's Python. Held across them, a turn sat idle for that long while the queue behind it grew
+(`bench.bench_class_load`, 300 students with PostgreSQL + Celery: the read and the write were 15-20 % of a turn at
+p50 and more at p95). Those two steps run in threads of the logins' own (``LOGIN_THREADS`` per process), not the
+request threadpool every other route shares: a class's first login is not queued behind the submissions already
+coming in.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
-from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from collections.abc import Callable, MutableMapping
+from typing import Any, ParamSpec, TypeVar
 from weakref import WeakKeyDictionary
 
-from starlette.concurrency import run_in_threadpool
+import anyio.to_thread
+from anyio import CapacityLimiter
+from sqlalchemy.orm import Session
 from starlette.requests import Request
 
 from app.errors import DomainError
+from app.users import service
+from app.users.models import User
 
 P = ParamSpec("P")
 T = TypeVar("T")
+LOGIN_THREADS = 8  # a login's database steps at once per process: short reads and writes, apart from the hashes
 
 
 class ClientGone(DomainError):
@@ -39,9 +54,10 @@ class PasswordChecks:
         self.limit = limit or _cores()
         self.waiting = 0  # logins waiting for their turn now
         self.dropped = 0  # logins dropped at their turn because their client had gone
-        # One semaphore per event loop: an asyncio.Semaphore belongs to the loop it first waited on (one in a served
-        # app; a test client starts a loop of its own each time).
+        # One semaphore (and one thread limiter) per event loop: each belongs to the loop it first waited on (one
+        # in a served app; a test client starts a loop of its own each time).
         self._turns: WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = WeakKeyDictionary()
+        self._lanes: WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, CapacityLimiter]] = WeakKeyDictionary()
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -49,6 +65,22 @@ class PasswordChecks:
         if semaphore is None:
             semaphore = self._turns[loop] = asyncio.Semaphore(self.limit)
         return semaphore
+
+    def _lane(self, name: str) -> CapacityLimiter:
+        """Threads of the logins' own: "hash" (``limit``, as the turns) and "database" (LOGIN_THREADS)."""
+        loop = asyncio.get_running_loop()
+        lanes = self._lanes.get(loop)
+        if lanes is None:
+            lanes = self._lanes[loop] = {
+                "hash": CapacityLimiter(self.limit),
+                "database": CapacityLimiter(LOGIN_THREADS),
+            }
+        return lanes[name]
+
+    async def in_login_thread(self, step: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run a login's database step (a rate limit, the account's read, the session's write) in a thread of the
+        logins' lane, not the request threadpool every other route shares."""
+        return await anyio.to_thread.run_sync(functools.partial(step, *args, **kwargs), limiter=self._lane("database"))
 
     async def run(self, request: Request, check: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run ``check`` in a thread at this login's turn; raises ClientGone instead if the client left meanwhile."""
@@ -62,9 +94,29 @@ class PasswordChecks:
             if await request.is_disconnected():
                 self.dropped += 1
                 raise ClientGone("the client closed the connection before its login was checked")
-            return await run_in_threadpool(check, *args, **kwargs)
+            return await anyio.to_thread.run_sync(functools.partial(check, *args, **kwargs), limiter=self._lane("hash"))
         finally:
             semaphore.release()
+
+    async def log_in(
+        self,
+        request: Request,
+        session: Session,
+        cookie: MutableMapping[str, Any],
+        *,
+        email: str,
+        password: str,
+        lifetime_s: int,
+    ) -> User | None:
+        """A login in its three steps (app.users.service): read the account, check the password at this login's
+        turn (the hash only), then store a re-hash and start the session; None for a wrong email or password."""
+        if not (email and password):
+            return None
+        user = await self.in_login_thread(service.find_for_login, session, email=email)
+        checked = await self.run(request, service.check_login_password, user, password)
+        return await self.in_login_thread(
+            service.finish_login, session, cookie, user, checked, password=password, lifetime_s=lifetime_s
+        )
 
 
 def _cores() -> int:
