@@ -16,7 +16,7 @@ router = APIRouter(tags=["auth"])
 
 
 @router.post("/auth/login", response_model=UserPublic, responses=error_responses(401, 429))
-async def login(body: LoginRequest, request: Request, session: SessionDep) -> UserPublic:
+async def login(body: LoginRequest, request: Request) -> UserPublic:
     """Check email and password; on success set the session cookie. Too many attempts get 429 with Retry-After."""
     address = request.client.host if request.client else "-"
     checks = password_checks(request)
@@ -24,7 +24,7 @@ async def login(body: LoginRequest, request: Request, session: SessionDep) -> Us
     await checks.in_login_thread(request.app.state.limiter.login, email=body.email, address=address)
     user = await checks.log_in(
         request,
-        session,
+        request.app.state.session_factory,
         request.session,
         email=body.email,
         password=body.password,

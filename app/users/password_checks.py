@@ -28,9 +28,10 @@ from weakref import WeakKeyDictionary
 
 import anyio.to_thread
 from anyio import CapacityLimiter
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 from starlette.requests import Request
 
+from app.db import session_scope
 from app.errors import DomainError
 from app.users import service
 from app.users.models import User
@@ -101,7 +102,7 @@ class PasswordChecks:
     async def log_in(
         self,
         request: Request,
-        session: Session,
+        sessions: sessionmaker[Session],
         cookie: MutableMapping[str, Any],
         *,
         email: str,
@@ -109,14 +110,33 @@ class PasswordChecks:
         lifetime_s: int,
     ) -> User | None:
         """A login in its three steps (app.users.service): read the account, check the password at this login's
-        turn (the hash only), then store a re-hash and start the session; None for a wrong email or password."""
+        turn (the hash only), then store a re-hash and start the session, committed before the answer; None for a
+        wrong email or password. Each database step in a short transaction of its own, in the logins' lane."""
         if not (email and password):
             return None
-        user = await self.in_login_thread(service.find_for_login, session, email=email)
+        user = await self.in_login_thread(_find, sessions, email)
         checked = await self.run(request, service.check_login_password, user, password)
-        return await self.in_login_thread(
-            service.finish_login, session, cookie, user, checked, password=password, lifetime_s=lifetime_s
-        )
+        if not checked.ok or user is None:
+            return None  # a failed login writes nothing
+        return await self.in_login_thread(_finish, sessions, cookie, user, checked, password, lifetime_s)
+
+
+def _find(sessions: sessionmaker[Session], email: str) -> User | None:
+    with session_scope(sessions) as session:
+        return service.find_for_login(session, email=email)  # its columns stay loaded (expire_on_commit=False)
+
+
+def _finish(
+    sessions: sessionmaker[Session],
+    cookie: MutableMapping[str, Any],
+    user: User,
+    checked: service.PasswordCheck,
+    password: str,
+    lifetime_s: int,
+) -> User | None:
+    with session_scope(sessions) as session:
+        session.add(user)  # the account read before the check, attached again (no query)
+        return service.finish_login(session, cookie, user, checked, password=password, lifetime_s=lifetime_s)
 
 
 def _cores() -> int:

@@ -34,7 +34,7 @@ def login_page(request: Request, user: MaybeUser, next: str = "/") -> Response:
 
 
 @router.post("/login")
-async def login(request: Request, form: CheckedForm, session: WebSession) -> Response:
+async def login(request: Request, form: CheckedForm) -> Response:
     """Check the password; on success start a fresh session and go on to the page asked for."""
     email, password = str(form.get("email") or ""), str(form.get("password") or "")
     target = _safe_next(form.get("next"))
@@ -45,7 +45,7 @@ async def login(request: Request, form: CheckedForm, session: WebSession) -> Res
     # The API's queue too: a turn for the hash only, waited for on the event loop (app.users.password_checks).
     user = await checks.log_in(
         request,
-        session,
+        request.app.state.session_factory,
         request.session,
         email=email,
         password=password,
