@@ -1,4 +1,4 @@
-"""Password checks a few at a time (one per CPU core by default), waiting on the event loop: the one limiter of
+"""Password checks a few at a time (two per CPU core by default), waiting on the event loop: the one limiter of
 every login, the API's (``POST /api/v1/auth/login``) and the form's (``POST /login``).
 
 argon2 costs about 30 ms of CPU a check (app.security; 0.2 s for a hash made before). A class logging in at once,
@@ -11,10 +11,19 @@ A turn covers the hash alone (``check_login_password``: the verify, and a re-has
 database: the account's read before it and the session's write after it (``app.users.service``) take a few
 milliseconds on a quiet machine but tens to hundreds on a busy one, where each round trip waits for the GIL behind
 every other request's Python. Held across them, a turn sat idle for that long while the queue behind it grew
-(`bench.bench_class_load`, 300 students with PostgreSQL + Celery: the read and the write were 15-20 % of a turn at
-p50 and more at p95). Those two steps run in threads of the logins' own (``LOGIN_THREADS`` per process), not the
-request threadpool every other route shares: a class's first login is not queued behind the submissions already
-coming in.
+(`bench.bench_class_load`, 300 students with PostgreSQL + Celery on a busy machine: a turn was held 270 ms at p50, of
+which the hash 187 ms). Those two steps run in threads of the logins' own (``LOGIN_THREADS`` before the turn and as many
+after it, per process), not the request threadpool every other route shares: a class's first login is not queued
+behind the submissions already coming in, and a login whose hash is done is not queued behind the reads of the
+logins arriving after it.
+
+Two checks per core, not one: the API's other requests share its process, and so its share of the CPU (under the
+kernel's autogroups, one share per session, however many threads run in it). On two cores with one check per core,
+two hashes and the thread holding the GIL for every other request's Python split that share in three; with two per
+core, a class's logins take four fifths of it, ahead of the requests of those already in. The hashes do not take more of
+the machine from other processes than before, and each holds its 19 MiB only while it runs (a 300-student class,
+PostgreSQL + Celery, on a busy machine: login p95 8.4 s against 15.2 s with one per core, in the same window;
+docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -52,7 +61,7 @@ class PasswordChecks:
     """At most ``limit`` password checks at once; the rest wait their turn in order of arrival."""
 
     def __init__(self, limit: int | None = None) -> None:
-        self.limit = limit or _cores()
+        self.limit = limit or _two_per_core()
         self.waiting = 0  # logins waiting for their turn now
         self.dropped = 0  # logins dropped at their turn because their client had gone
         # One semaphore (and one thread limiter) per event loop: each belongs to the loop it first waited on (one
@@ -68,20 +77,22 @@ class PasswordChecks:
         return semaphore
 
     def _lane(self, name: str) -> CapacityLimiter:
-        """Threads of the logins' own: "hash" (``limit``, as the turns) and "database" (LOGIN_THREADS)."""
+        """Threads of the logins' own: "hash" (``limit``, as the turns), "before" the turn and "after" it
+        (LOGIN_THREADS each: a login whose hash is done never waits behind the reads of logins just arrived)."""
         loop = asyncio.get_running_loop()
         lanes = self._lanes.get(loop)
         if lanes is None:
             lanes = self._lanes[loop] = {
                 "hash": CapacityLimiter(self.limit),
-                "database": CapacityLimiter(LOGIN_THREADS),
+                "before": CapacityLimiter(LOGIN_THREADS),
+                "after": CapacityLimiter(LOGIN_THREADS),
             }
         return lanes[name]
 
     async def in_login_thread(self, step: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run a login's database step (a rate limit, the account's read, the session's write) in a thread of the
-        logins' lane, not the request threadpool every other route shares."""
-        return await anyio.to_thread.run_sync(functools.partial(step, *args, **kwargs), limiter=self._lane("database"))
+        """Run a login's step before its turn (a rate limit, the account's read) in a thread of the logins' lane,
+        not the request threadpool every other route shares."""
+        return await anyio.to_thread.run_sync(functools.partial(step, *args, **kwargs), limiter=self._lane("before"))
 
     async def run(self, request: Request, check: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run ``check`` in a thread at this login's turn; raises ClientGone instead if the client left meanwhile."""
@@ -118,7 +129,8 @@ class PasswordChecks:
         checked = await self.run(request, service.check_login_password, user, password)
         if not checked.ok or user is None:
             return None  # a failed login writes nothing
-        return await self.in_login_thread(_finish, sessions, cookie, user, checked, password, lifetime_s)
+        finish = functools.partial(_finish, sessions, cookie, user, checked, password, lifetime_s)
+        return await anyio.to_thread.run_sync(finish, limiter=self._lane("after"))
 
 
 def _find(sessions: sessionmaker[Session], email: str) -> User | None:
@@ -139,11 +151,11 @@ def _finish(
         return service.finish_login(session, cookie, user, checked, password=password, lifetime_s=lifetime_s)
 
 
-def _cores() -> int:
-    """The cores this process may run on (a container's or taskset's share, not the host's count)."""
+def _two_per_core() -> int:
+    """Two per core this process may run on (a container's or taskset's share, not the host's count)."""
     if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
+        return 2 * max(1, len(os.sched_getaffinity(0)))
+    return 2 * max(1, os.cpu_count() or 1)
 
 
 def password_checks(request: Request) -> PasswordChecks:
