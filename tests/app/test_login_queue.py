@@ -35,7 +35,7 @@ from app.main import create_app
 from app.migrate import upgrade
 from app.users import service as users
 from app.users.models import Role
-from app.users.password_checks import PasswordChecks
+from app.users.password_checks import LOGIN_THREADS, PasswordChecks
 from tests.conftest import FIXTURE_SETS
 
 LIMIT = 2
@@ -103,7 +103,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     app = create_app(settings)
     accounts: list[tuple[str, str]] = []
     with app.state.session_factory() as session:
-        for n in range(32):
+        for n in range(48):
             user, password = account_service.create_user(session, email=f"s{n}@example.com", role=Role.STUDENT)
             accounts.append((user.email, password))
         session.commit()
@@ -352,3 +352,38 @@ def test_a_login_does_not_wait_for_the_request_threadpool(live: dict[str, Any], 
     # The pool is the other routes' again: a route that needs it answers, for the browser just logged in.
     assert wait_until(lambda: limiter.available_tokens == limiter.total_tokens)
     assert browser.get(f"{base}/api/v1/auth/me", timeout=BOUND_S).json()["email"] == email
+
+
+def test_a_checked_login_is_not_queued_behind_the_reads_of_later_ones(
+    live: dict[str, Any], hasher: GatedHasher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One login held in its hash; then as many later logins as the lane before the turn has threads, held in their
+    # account's read. Its hash done, the first one's session is written all the same: the write has threads of its
+    # own (with one lane for both steps it would wait for the reads' gate, a timeout here).
+    base = live["base"]
+    first = next(live["accounts"])
+    later = [next(live["accounts"]) for _ in range(LOGIN_THREADS)]
+    read = Held(users.find_for_login, {e for e, _ in later}, lambda _session, *, email: email)
+    monkeypatch.setattr(users, "find_for_login", read)
+    answers: list[requests.Response] = []
+    hasher.gate.clear()
+    try:
+        threads = [threading.Thread(target=lambda: answers.append(api_login(base, *first)))]
+        threads[0].start()
+        assert wait_until(lambda: hasher.running == 1), hasher.running
+        threads += [
+            threading.Thread(target=lambda e=email, p=password: answers.append(api_login(base, e, p)))
+            for email, password in later
+        ]
+        for thread in threads[1:]:
+            thread.start()
+        assert wait_until(lambda: read.held == LOGIN_THREADS), read.held
+        hasher.gate.set()
+        threads[0].join(BOUND_S)
+        assert [r.status_code for r in answers] == [200] and read.held == LOGIN_THREADS
+    finally:
+        hasher.gate.set()
+        read.gate.set()
+    for thread in threads:
+        thread.join(BOUND_S)
+    assert [r.status_code for r in answers] == [200] * (1 + LOGIN_THREADS)
