@@ -57,6 +57,8 @@ def grade(
         spec = loaded.spec.problem(problem)
         if spec is None:
             raise _BadInput(f"no problem {problem!r}; the set has {[p.id for p in loaded.spec.problems]}")
+        if seed is not None and spec.generator is None:  # bad input too: Gradescope's results.json says why
+            raise _BadInput(f"{spec.id} has no parameters, so no seeds")
         payload = _payload(spec, file, answers)
     except _BadInput as exc:
         if fmt is Format.GRADESCOPE:

@@ -155,3 +155,14 @@ def test_show_and_grade_take_a_variants_seed(run) -> None:  # type: ignore[no-un
     assert {c["name"]: c["passed"] for c in json.loads(own.output)["checks"]}["b5"] is False
     refused = run("grade", "--set", "ch9", "--problem", "q1", "--answers", "{}", "--seed", "1")
     assert refused.exit_code == 2 and "no parameters" in refused.output
+
+
+def test_grade_seed_of_a_problem_without_parameters_still_writes_gradescope_results(run, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``--seed`` on a problem without parameters is bad input: exit 2, and with ``--format gradescope`` a
+    results.json saying why (as for every other bad input)."""
+    out = tmp_path / "results.json"
+    refused = run("grade", "--set", "ch9", "--problem", "q1", "--answers", "{}", "--seed", "1",
+                  "--format", "gradescope", "-o", str(out))  # fmt: skip
+    assert refused.exit_code == 2, refused.output
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["score"] == 0 and "no parameters" in doc["output"]
