@@ -91,7 +91,7 @@ class Settings(BaseSettings):
     rate_logins_per_address: int = Field(default=50, ge=0, description="login attempts per window; 0 = no limit")
     rate_login_window_s: int = Field(default=300, ge=1, le=86400)
     password_checks: int | None = Field(
-        default=None, ge=1, le=1024, description="password checks (argon2) at once; default: the CPU cores"
+        default=None, ge=1, le=1024, description="password checks (argon2) at once; default: two per CPU core"
     )
     rate_unauthenticated_per_address: int = Field(
         default=300, ge=0, description="requests to /invite, /lti/login and /lti/launch per window; 0 = no limit"

@@ -24,8 +24,8 @@ class Cost(TypedDict):
 # argon2id at OWASP's minimum (m = 19 MiB, t = 2, p = 1), not RFC 9106's second profile (m = 64 MiB, t = 3, p = 4,
 # argon2-cffi's default, used here before): on these 2 cores one check cost 27 ms of CPU against 219 ms, 8x less
 # (300 verifies each, `python -m bench.bench_password_hash`). At login the CPU of argon2 is what a class waits for:
-# the checks run one per core (app.users.password_checks), so 300 logins queue behind each other's hashes. One lane
-# (p = 1) also suits that queue: one check per core, not four threads per check on two cores.
+# the checks run two per core (app.users.password_checks), so 300 logins queue behind each other's hashes. One lane
+# (p = 1) also suits that queue: a few one-thread checks at once, not four threads per check on two cores.
 # Older hashes (any other parameters) are re-hashed at their next successful login (app.users.service).
 PRODUCTION_PARAMETERS = Cost(memory_cost=19 * 1024, time_cost=2, parallelism=1)
 _hasher = PasswordHasher(type=Type.ID, **PRODUCTION_PARAMETERS)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from starlette.concurrency import run_in_threadpool
 
 from app.courses import accounts
 from app.deps import CurrentUser, RowId, SessionDep, SessionUser
@@ -17,15 +16,15 @@ router = APIRouter(tags=["auth"])
 
 
 @router.post("/auth/login", response_model=UserPublic, responses=error_responses(401, 429))
-async def login(body: LoginRequest, request: Request, session: SessionDep) -> UserPublic:
+async def login(body: LoginRequest, request: Request) -> UserPublic:
     """Check email and password; on success set the session cookie. Too many attempts get 429 with Retry-After."""
     address = request.client.host if request.client else "-"
-    await run_in_threadpool(request.app.state.limiter.login, email=body.email, address=address)
-    # Checked a few at a time on the event loop (app.users.password_checks), not in every request thread.
-    user = await password_checks(request).run(
+    checks = password_checks(request)
+    # The login's own lane of threads, and a turn for its hash only (app.users.password_checks).
+    await checks.in_login_thread(request.app.state.limiter.login, email=body.email, address=address)
+    user = await checks.log_in(
         request,
-        service.log_in,
-        session,
+        request.app.state.session_factory,
         request.session,
         email=body.email,
         password=body.password,

@@ -38,23 +38,57 @@ def check_password(password: str, *, field: str = "password") -> None:
         raise Invalid(N_("passwords have at most %(num)s characters"), field=field, params={"num": MAX_PASSWORD})
 
 
-def authenticate(session: Session, *, email: str, password: str) -> User | None:
+@dataclass(frozen=True)
+class PasswordCheck:
+    """What a login's password check found, with no database in hand (app.users.password_checks runs it at the
+    login's turn): whether it passed, and the password hashed anew where the stored hash is older."""
+
+    ok: bool
+    new_hash: str | None = None
+
+
+def find_for_login(session: Session, *, email: str) -> User | None:
+    """The account a login names (None: none), read in a short transaction of its own."""
     user = session.scalar(select(User).where(User.email == email.strip().lower()))
     # The read is done: its connection goes back to the pool while argon2 runs (~30 ms of CPU, far more on a busy
     # machine or for an older, dearer hash), so a class logging in at once does not hold every pooled connection
     # (a pool timeout for the rest).
     session.commit()
-    ok = verify_password(password, user.password_hash if user else None)
-    if not ok or user is None or not user.is_active:
-        return None  # a failed login changes nothing, not even an old hash
-    if password_needs_rehash(user.password_hash):
-        return _rehash(session, user, password)
     return user
 
 
-def _rehash(session: Session, user: User, password: str) -> User | None:
-    """Store the password again at today's parameters (app.security), in the login's own transaction: the request
-    commits it before it answers, so the cookie, derived from the new hash, never outlives a hash not stored.
+def check_login_password(user: User | None, password: str) -> PasswordCheck:
+    """argon2 only, no database: against a dummy hash when there is no such account (timing does not tell which
+    emails exist); a hash made with older parameters is re-hashed here too, at the same turn."""
+    stored = user.password_hash if user is not None else None
+    if not verify_password(password, stored) or user is None or not user.is_active or stored is None:
+        return PasswordCheck(ok=False)  # a failed login changes nothing, not even an old hash
+    return PasswordCheck(ok=True, new_hash=hash_password(password) if password_needs_rehash(stored) else None)
+
+
+def finish_login(
+    session: Session,
+    cookie: MutableMapping[str, Any],
+    user: User | None,
+    checked: PasswordCheck,
+    *,
+    password: str,
+    lifetime_s: int,
+) -> User | None:
+    """After a check that passed: store the re-hash, if any, and start a fresh session for the user."""
+    if not checked.ok or user is None:
+        return None
+    if checked.new_hash is not None:
+        user = _rehash(session, user, password, checked.new_hash)
+    if user is not None:
+        start_session(session, cookie, user, lifetime_s=lifetime_s)
+    return user
+
+
+def _rehash(session: Session, user: User, password: str, new_hash: str | None = None) -> User | None:
+    """Store the password again at today's parameters (app.security; ``new_hash``, made at the login's turn), in
+    the login's own transaction: the request commits it before it answers, so the cookie, derived from the new hash,
+    never outlives a hash not stored.
 
     Only over the hash that was checked: a password changed (or a concurrent login's re-hash stored) since the read
     is not overwritten, or a login with an old password could bring it back. Then the password is checked once more
@@ -64,26 +98,13 @@ def _rehash(session: Session, user: User, password: str) -> User | None:
     stored = session.execute(
         update(User)
         .where(User.id == user.id, User.password_hash == checked)
-        .values(password_hash=hash_password(password))
+        .values(password_hash=new_hash or hash_password(password))
         .execution_options(synchronize_session="fetch")
     )
     if stored.rowcount == 1:  # type: ignore[attr-defined]
         return user
     session.refresh(user)
     return user if user.is_active and verify_password(password, user.password_hash) else None
-
-
-def log_in(
-    session: Session, cookie: MutableMapping[str, Any], *, email: str, password: str, lifetime_s: int
-) -> User | None:
-    """Check the password; on success start a fresh session for the user (both the API and the pages).
-
-    Nothing set before the login carries over into the new session (session fixation).
-    """
-    user = authenticate(session, email=email, password=password) if email and password else None
-    if user is not None:
-        start_session(session, cookie, user, lifetime_s=lifetime_s)
-    return user
 
 
 def start_session(session: Session, cookie: MutableMapping[str, Any], user: User, *, lifetime_s: int) -> None:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
-from starlette.concurrency import run_in_threadpool
 
 from app.users.password_checks import password_checks
-from app.users.service import log_in, log_out
+from app.users.service import log_out
 from app.web import i18n
 from app.web.deps import CheckedForm, MaybeUser, WebSession, rotate_csrf
 from app.web.page_route import WebRoute
@@ -35,18 +34,18 @@ def login_page(request: Request, user: MaybeUser, next: str = "/") -> Response:
 
 
 @router.post("/login")
-async def login(request: Request, form: CheckedForm, session: WebSession) -> Response:
+async def login(request: Request, form: CheckedForm) -> Response:
     """Check the password; on success start a fresh session and go on to the page asked for."""
     email, password = str(form.get("email") or ""), str(form.get("password") or "")
     target = _safe_next(form.get("next"))
     # The API's limits (a 429 page here): the form is no way around them.
     address = request.client.host if request.client else "-"
-    await run_in_threadpool(request.app.state.limiter.login, email=email, address=address)
-    # The API's queue too: checked a few at a time on the event loop (app.users.password_checks), not in a thread.
-    user = await password_checks(request).run(
+    checks = password_checks(request)
+    await checks.in_login_thread(request.app.state.limiter.login, email=email, address=address)
+    # The API's queue too: a turn for the hash only, waited for on the event loop (app.users.password_checks).
+    user = await checks.log_in(
         request,
-        log_in,
-        session,
+        request.app.state.session_factory,
         request.session,
         email=email,
         password=password,

@@ -1,5 +1,6 @@
 """The login queue (app.users.password_checks): password checks a few at a time for the API and the login form
-alike, and a login whose client has gone by its turn spends no check.
+alike, a login whose client has gone by its turn spends no check, a turn is held by the hash alone (not the
+account's read nor the session's write), and a login's steps never wait for the request threadpool.
 
 One real uvicorn on 127.0.0.1 serves the real app for the module (limit: 2 checks at once). argon2's own
 ``PasswordHasher.verify`` is instrumented (a subclass counting the checks running and holding them at a gate the
@@ -9,6 +10,7 @@ generous bounds, for states it can observe (checks running, logins waiting), nev
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
@@ -19,9 +21,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import anyio.to_thread
 import pytest
 import requests
 import uvicorn
+from anyio import CapacityLimiter
 from argon2 import PasswordHasher
 
 from app import security
@@ -29,8 +33,9 @@ from app.config import Settings
 from app.courses import accounts as account_service
 from app.main import create_app
 from app.migrate import upgrade
+from app.users import service as users
 from app.users.models import Role
-from app.users.password_checks import PasswordChecks
+from app.users.password_checks import LOGIN_THREADS, PasswordChecks
 from tests.conftest import FIXTURE_SETS
 
 LIMIT = 2
@@ -98,7 +103,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     app = create_app(settings)
     accounts: list[tuple[str, str]] = []
     with app.state.session_factory() as session:
-        for n in range(16):
+        for n in range(48):
             user, password = account_service.create_user(session, email=f"s{n}@example.com", role=Role.STUDENT)
             accounts.append((user.email, password))
         session.commit()
@@ -255,3 +260,130 @@ def test_a_login_whose_client_left_while_it_waited_spends_no_check(live: dict[st
     email, password = next(live["accounts"])
     resp = requests.post(f"{base}/api/v1/auth/login", json={"email": email, "password": password}, timeout=BOUND_S)
     assert resp.status_code == 200 and hasher.calls == LIMIT + 1
+
+
+class Held:
+    """A login step held at a gate for the accounts named, counted; the real step runs once the gate opens."""
+
+    def __init__(self, real: Callable[..., Any], emails: set[str], email_of: Callable[..., str]) -> None:
+        self.real, self.emails, self.email_of = real, emails, email_of
+        self.gate = threading.Event()
+        self.lock = threading.Lock()
+        self.held = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.email_of(*args, **kwargs) in self.emails:
+            with self.lock:
+                self.held += 1
+            if not self.gate.wait(BOUND_S):
+                raise AssertionError("the test never opened the gate")
+        return self.real(*args, **kwargs)
+
+
+def api_login(base: str, email: str, password: str) -> requests.Response:
+    return requests.post(f"{base}/api/v1/auth/login", json={"email": email, "password": password}, timeout=BOUND_S)
+
+
+def test_a_login_in_its_database_steps_holds_no_turn(
+    live: dict[str, Any], hasher: GatedHasher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # LIMIT logins held in the account's read, LIMIT more in the session's write: had either step been inside the
+    # turn, every turn would be taken and the next login would wait for the gates (a timeout here).
+    base, checks = live["base"], checks_of(live)
+    reading = [next(live["accounts"]) for _ in range(LIMIT)]
+    writing = [next(live["accounts"]) for _ in range(LIMIT)]
+    read = Held(users.find_for_login, {e for e, _ in reading}, lambda _session, *, email: email)
+    write = Held(users.finish_login, {e for e, _ in writing}, lambda _s, _c, user, *_a, **_k: user.email)
+    monkeypatch.setattr(users, "find_for_login", read)
+    monkeypatch.setattr(users, "finish_login", write)
+    held: list[requests.Response] = []
+    threads = [
+        threading.Thread(target=lambda e=email, p=password: held.append(api_login(base, e, p)))
+        for email, password in reading + writing
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        assert wait_until(lambda: read.held == LIMIT and write.held == LIMIT), (read.held, write.held)
+        assert hasher.calls == LIMIT and hasher.running == 0 and checks.waiting == 0  # the writers' checks are done
+        email, password = next(live["accounts"])
+        assert api_login(base, email, password).status_code == 200
+        assert hasher.calls == LIMIT + 1
+    finally:
+        read.gate.set()
+        write.gate.set()
+    for thread in threads:
+        thread.join(BOUND_S)
+    assert [r.status_code for r in held] == [200] * (2 * LIMIT) and hasher.calls == 2 * LIMIT + 1
+
+
+def test_a_login_does_not_wait_for_the_request_threadpool(live: dict[str, Any], hasher: GatedHasher) -> None:
+    # Every thread of the pool the other routes share is taken (a burst of submissions, say): both logins still
+    # go through, in the logins' own lane.
+    base = live["base"]
+    browser, csrf = form_session(base)  # the form's page itself is an ordinary route: fetched before
+    loop = live["server"].servers[0].get_loop()
+    holders: list[object] = []
+
+    async def take_every_thread() -> CapacityLimiter:
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        for _ in range(int(limiter.total_tokens)):
+            holders.append(object())
+            await limiter.acquire_on_behalf_of(holders[-1])
+        return limiter
+
+    limiter = asyncio.run_coroutine_threadsafe(take_every_thread(), loop).result(BOUND_S)
+    try:
+        assert limiter.available_tokens == 0
+        email, password = next(live["accounts"])
+        assert api_login(base, email, password).status_code == 200
+        email, password = next(live["accounts"])
+        form = {"email": email, "password": password, "csrf_token": csrf, "next": "/me"}
+        resp = browser.post(f"{base}/login", data=form, allow_redirects=False, timeout=BOUND_S)
+        assert resp.status_code == 303 and resp.headers["location"] == "/me", resp.text
+        assert limiter.available_tokens == 0 and hasher.calls == 2
+    finally:
+
+        def give_back() -> None:
+            for holder in holders:
+                limiter.release_on_behalf_of(holder)
+
+        loop.call_soon_threadsafe(give_back)
+    # The pool is the other routes' again: a route that needs it answers, for the browser just logged in.
+    assert wait_until(lambda: limiter.available_tokens == limiter.total_tokens)
+    assert browser.get(f"{base}/api/v1/auth/me", timeout=BOUND_S).json()["email"] == email
+
+
+def test_a_checked_login_is_not_queued_behind_the_reads_of_later_ones(
+    live: dict[str, Any], hasher: GatedHasher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One login held in its hash; then as many later logins as the lane before the turn has threads, held in their
+    # account's read. Its hash done, the first one's session is written all the same: the write has threads of its
+    # own (with one lane for both steps it would wait for the reads' gate, a timeout here).
+    base = live["base"]
+    first = next(live["accounts"])
+    later = [next(live["accounts"]) for _ in range(LOGIN_THREADS)]
+    read = Held(users.find_for_login, {e for e, _ in later}, lambda _session, *, email: email)
+    monkeypatch.setattr(users, "find_for_login", read)
+    answers: list[requests.Response] = []
+    hasher.gate.clear()
+    try:
+        threads = [threading.Thread(target=lambda: answers.append(api_login(base, *first)))]
+        threads[0].start()
+        assert wait_until(lambda: hasher.running == 1), hasher.running
+        threads += [
+            threading.Thread(target=lambda e=email, p=password: answers.append(api_login(base, e, p)))
+            for email, password in later
+        ]
+        for thread in threads[1:]:
+            thread.start()
+        assert wait_until(lambda: read.held == LOGIN_THREADS), read.held
+        hasher.gate.set()
+        threads[0].join(BOUND_S)
+        assert [r.status_code for r in answers] == [200] and read.held == LOGIN_THREADS
+    finally:
+        hasher.gate.set()
+        read.gate.set()
+    for thread in threads:
+        thread.join(BOUND_S)
+    assert [r.status_code for r in answers] == [200] * (1 + LOGIN_THREADS)
