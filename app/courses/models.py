@@ -145,6 +145,9 @@ class Assignment(Base):
     # A parameterised problem draws a new variant for a student after this many of their attempts at it
     # (PrairieLearn's "new variant after N attempts"); None: one variant per student (app.problemsets.variants).
     new_variant_after: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # None: a draft, which only the offering's staff see (app.courses.service.publish makes it visible with its
+    # dates). Every student-facing path reaches an assignment through service._is_open, which asks this.
+    published_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     offering: Mapped[Offering] = relationship()
