@@ -1,5 +1,5 @@
 """Setting a course up on the pages: my courses with the forms that create a course and an offering (a refused form
-comes back with what was typed and the reason), and publishing an assignment's draft with its dates."""
+comes back with what was typed and the reason), and an assignment back to a draft (the settings form publishes)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from app.deps import RowId
 from app.errors import DomainError, Forbidden
 from app.gradebook.drafts import unpublish
 from app.users.models import User
-from app.web.courses import ROLE_NAMES, form_text, local_time, settings_page
+from app.web.courses import ROLE_NAMES, form_text, settings_page
 from app.web.deps import CheckedForm, WebSession, WebSettings, WebUser
 from app.web.i18n import error_text, for_request, viewer_zone
 from app.web.page_route import WebRoute
@@ -111,23 +111,17 @@ def _new_offering(session: WebSession, user: User, slug: str, form: FormData) ->
     return offering
 
 
-@router.post("/assignments/{assignment_id}/publish")
-def publish(request: Request, assignment_id: RowId, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
-    """``do=publish`` (with the open and due dates, in the offering's zone) makes a draft visible to the students;
-    ``do=unpublish`` makes it a draft again while no student has submitted (instructors)."""
+@router.post("/assignments/{assignment_id}/unpublish")
+def unpublish_assignment(
+    request: Request, assignment_id: RowId, form: CheckedForm, user: WebUser, session: WebSession
+) -> Response:
+    """Back to a draft while no student has submitted (instructors); the settings form's Publish publishes."""
     access = access_for(session, user)
     assignment = courses.get_assignment(session, access, assignment_id, Action.ASSIGNMENTS)
-    zone = assignment.offering.time_zone
     try:
-        if form_text(form, "do") == "unpublish":
-            unpublish(session, assignment)
-        else:
-            open_at, due_at = local_time(form_text(form, "open_at"), zone), local_time(form_text(form, "due_at"), zone)
-            courses.publish(session, assignment, open_at=open_at, due_at=due_at)
-    except (ValueError, DomainError) as exc:
+        unpublish(session, assignment)
+    except DomainError as exc:
         session.rollback()
-        message = error_text(request, exc) if isinstance(exc, DomainError) else str(exc)
-        typed = {"open_at": form_text(form, "open_at"), "due_at": form_text(form, "due_at")}
-        return settings_page(request, session, access, assignment_id, 422, publish_error=message, publish_form=typed)
+        return settings_page(request, session, access, assignment_id, 409, publish_error=error_text(request, exc))
     session.commit()
     return RedirectResponse(f"/assignments/{assignment_id}/settings", status_code=303)

@@ -500,11 +500,15 @@ def save_settings(
         if form_text(form, "per_problem") == "shown":  # the table was on the page (an older form leaves them alone)
             policy["problem_policies"] = _problem_policies(form, problem_ids)
         courses.update_assignment(session, assignment, **policy)
+        if form_text(form, "do") == "publish":  # "Publish" of a draft: these settings, then visible to students
+            courses.publish(session, assignment, open_at=assignment.open_at, due_at=assignment.due_at)
         requeue_held(session, assignment.id)  # LMS scores the release policy held: posted now if released
     except (ValueError, DomainError) as exc:
         session.rollback()
         message = error_text(request, exc) if isinstance(exc, DomainError) else _not_understood(request, exc)
-        return settings_page(request, session, access, assignment_id, 422, error=message)
+        # The form comes back as it was typed, with the reason (nothing was written).
+        typed = {key: form_text(form, key) for key in POLICY_KEYS}
+        return settings_page(request, session, access, assignment_id, 422, error=message, typed=typed)
     session.commit()
     return settings_page(request, session, access, assignment_id, saved=True)
 

@@ -174,34 +174,60 @@ def test_assign_makes_a_draft_and_publish_shows_it_with_its_dates(client, sessio
     student = _browser(client)
     login(student, world.people["b:student"])
     assert student.get(f"/sets/basic?offering={c}").status_code == 404
+    form = {"csrf_token": token, "do": "publish", "max_attempts": "3", "cooldown_s": "0", "decay_per_attempt": "0",
+            "counts": "best", "release_scores": "immediately", "release_feedback": "immediately",
+            "release_explanation": "immediately", "release_answer_key": "after_due"}  # fmt: skip
+    settings_post = f"/assignments/{assignment_id}/settings"
 
-    # Dates that contradict each other: refused, the typed dates kept, still a draft.
-    bad = teacher.post(f"/assignments/{assignment_id}/publish", data={"csrf_token": token, "do": "publish",
-                       "open_at": "2026-12-10T09:00", "due_at": "2026-12-01T23:59"})  # fmt: skip
+    # Dates that contradict each other: refused, the form back as typed, still a draft.
+    bad = teacher.post(settings_post, data={**form, "open_at": "2026-12-10T09:00", "due_at": "2026-12-01T23:59"})
     assert bad.status_code == 422 and "due_at must be after open_at" in bad.text
     assert 'value="2026-12-10T09:00"' in bad.text and 'value="2026-12-01T23:59"' in bad.text
+    assert '<option value="after_due" selected>' in bad.text
     assert student.get(f"/sets/basic?offering={c}").status_code == 404
 
     zone_now = datetime.now(UTC) + timedelta(hours=8)  # Asia/Shanghai, the offering's zone (no DST)
     opens = (zone_now - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
     due = (zone_now + timedelta(days=3)).strftime("%Y-%m-%dT%H:%M")
-    done = teacher.post(f"/assignments/{assignment_id}/publish", data={"csrf_token": token, "do": "publish",
-                        "open_at": opens, "due_at": due}, follow_redirects=False)  # fmt: skip
-    assert done.status_code == 303
+    done = teacher.post(settings_post, data={**form, "open_at": opens, "due_at": due})
+    assert done.status_code == 200 and "Published" in done.text and "Back to draft" in done.text
     with sessions() as session:
         row = session.get(Assignment, assignment_id)
-        assert row.published_at is not None and row.due_at is not None
-        assert row.due_at.strftime("%Y-%m-%dT%H:%M") == (zone_now + timedelta(days=3) - timedelta(hours=8)).strftime(
+        assert row.published_at is not None and row.max_attempts == 3
+        # Read in the offering's zone, stored absolute (UTC).
+        assert row.due_at.strftime("%Y-%m-%dT%H:%M") == (zone_now + timedelta(days=3, hours=-8)).strftime(
             "%Y-%m-%dT%H:%M"
-        )  # stored absolute (UTC)
+        )
     assert student.get(f"/sets/basic?offering={c}").status_code == 200
     api = world.people["b:student"].headers
     assert [a["published"] for a in client.get(f"/api/v1/offerings/{c}/assignments", headers=api).json()] == [True]
     body = {"problem_set": "basic", "problem": "t1", "answers": ANSWERS, "offering": c}
     assert client.post("/api/v1/submissions", json=body, headers=api).status_code == 202
     # A student has work in it now: it stays published.
-    back = teacher.post(f"/assignments/{assignment_id}/publish", data={"csrf_token": token, "do": "unpublish"})
-    assert back.status_code == 422 and "students have submitted to this assignment already" in back.text
+    back = teacher.post(f"/assignments/{assignment_id}/unpublish", data={"csrf_token": token})
+    assert back.status_code == 409 and "students have submitted to this assignment already" in back.text
+
+
+def test_back_to_draft_before_anyone_submitted(client, sessions, world: World) -> None:  # type: ignore[no-untyped-def]
+    teacher = _browser(client)
+    token = login(teacher, world.people["b:instructor"])
+    # A TA of the offering may not (ASSIGNMENTS is the instructors').
+    ta = _browser(client)
+    assert (
+        ta.post(
+            f"/assignments/{world.assignment_b}/unpublish", data={"csrf_token": login(ta, world.people["b:ta"])}
+        ).status_code
+        == 403
+    )
+    back = teacher.post(
+        f"/assignments/{world.assignment_b}/unpublish", data={"csrf_token": token}, follow_redirects=False
+    )
+    assert back.status_code == 303
+    assert (
+        client.get(f"/api/v1/assignments/{world.assignment_b}", headers=world.people["b:student"].headers).status_code
+        == 404
+    )
+    assert "Students do not see this assignment until it is published." in teacher.get(back.headers["location"]).text
 
 
 def test_the_api_publishes_and_unpublishes_a_draft(client, sessions, world: World) -> None:  # type: ignore[no-untyped-def]
