@@ -206,7 +206,9 @@ def test_the_command_line_client_is_graded_on_the_students_own_variant(accounts,
 
     seen = {}
     for name in ("alice", "bob"):
-        view = httpx.get(f"{served}/api/v1/problem-sets/attention/problems/q4", headers=accounts[name].headers)
+        view = httpx.get(
+            f"{served}/api/v1/problem-sets/attention/problems/q4", headers=accounts[name].headers, timeout=60
+        )  # the first view runs the generator in a checker that may still be starting: httpx waits 5 s by default
         seen[name] = numbers_in(view.json()["prompt"])
     assert seen["alice"] != seen["bob"]
 
