@@ -2,7 +2,7 @@
 assignment was visible to its students, so it stays published (as of its creation)
 
 Revision ID: d4f6a8c0e2b4
-Revises: a7c9e1b3d5f2
+Revises: b8d0f2a4c6e1
 Create Date: 2026-12-04 01:40:00
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "d4f6a8c0e2b4"
-down_revision: str | None = "a7c9e1b3d5f2"
+down_revision: str | None = "b8d0f2a4c6e1"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
