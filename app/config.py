@@ -143,6 +143,9 @@ class Settings(BaseSettings):
     smtp_starttls: bool = Field(default=True, description="upgrade the connection with STARTTLS before sending")
     smtp_timeout_s: float = Field(default=10.0, gt=0, le=120)
     invitation_valid_days: int = Field(default=7, ge=1, le=90, description="an invitation link expires after this")
+    instructors_create_courses: bool = Field(
+        default=True, description="an instructor of any offering may create courses (admins always may)"
+    )
     log_format: Literal["json", "text"] = Field(
         default="json", description="json: one JSON object per line (app.logs); text: for a terminal"
     )

@@ -19,6 +19,7 @@ from app.courses.permissions import Action
 from app.courses.schemas import (
     AssignmentCreate,
     AssignmentPublic,
+    AssignmentUpdate,
     CourseCreate,
     CoursePublic,
     InvitationPublic,
@@ -40,6 +41,7 @@ from app.courses.schemas import (
 from app.deps import PrincipalDep, RowId, SessionDep, SettingsDep
 from app.error_format import error_responses
 from app.errors import Forbidden, Invalid, NotFound
+from app.gradebook import drafts
 from app.gradebook import service as gradebook
 from app.gradebook.overrides import affected_users, rescore
 from app.gradebook.schemas import Gradebook
@@ -59,13 +61,34 @@ def _offering_public(offering: Offering, principal: PrincipalDep) -> OfferingPub
 
 
 @router.post("/courses", response_model=CoursePublic, status_code=201, responses=error_responses(409))
-def create_course(body: CourseCreate, principal: PrincipalDep, session: SessionDep) -> CoursePublic:
-    """Create a course (admins). Add a term with POST /courses/{slug}/offerings."""
-    if not principal.user.is_admin:
-        raise Forbidden("only admins create courses")
+def create_course(
+    body: CourseCreate, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
+) -> CoursePublic:
+    """Create a course (admins, and instructors of any offering unless AUTOGRADER_INSTRUCTORS_CREATE_COURSES is
+    off), with its first offering and you as its instructor. Add a term with POST /courses/{slug}/offerings."""
+    if not service.may_create_courses(principal.access, instructors_may=settings.instructors_create_courses):
+        raise Forbidden("only admins and instructors create courses")
     course = service.create_course(session, slug=body.slug, title=body.title)
+    first = body.first_offering
+    if first is None and not principal.user.is_admin:
+        first = OfferingCreate.model_validate(
+            {"slug": "main", "title": course.title}
+        )  # else the creator would not be in their own course
+    offerings = []
+    if first is not None:
+        offering = service.create_offering(
+            session, course=course, slug=first.slug, title=first.title, time_zone=first.time_zone,
+            starts_at=first.starts_at, ends_at=first.ends_at,
+        )  # fmt: skip
+        service.enroll(session, offering=offering, email=principal.user.email, role=MemberRole.INSTRUCTOR,
+                       name=principal.user.display_name)  # fmt: skip
+        offerings.append(offering)
     session.commit()
-    return CoursePublic(id=course.id, slug=course.slug, title=course.title, offerings=[])
+    return CoursePublic(
+        id=course.id, slug=course.slug, title=course.title,
+        offerings=[OfferingPublic.model_validate(o).model_copy(update={"my_role": MemberRole.INSTRUCTOR})
+                   for o in offerings],
+    )  # fmt: skip
 
 
 @router.get("/courses", response_model=list[CoursePublic])
@@ -295,15 +318,16 @@ def export_roster(offering_id: RowId, principal: PrincipalDep, session: SessionD
 def _assignment_public(session: SessionDep, a: Assignment) -> AssignmentPublic:
     out = AssignmentPublic.model_validate(
         {
-            **{k: getattr(a, k) for k in AssignmentPublic.model_fields if k != "problem_set"},
+            **{k: getattr(a, k) for k in AssignmentPublic.model_fields if k not in ("problem_set", "published")},
             "problem_set": a.problem_set.slug,
+            "published": a.published_at is not None,
         }
     )
     return out
 
 
 def _policy_fields(session: SessionDep, body: Policy, problem_set_id: int) -> dict[str, Any]:
-    changes = body.model_dump(exclude_unset=True, exclude={"problem_set"})
+    changes = body.model_dump(exclude_unset=True, exclude={"problem_set", "published"})
     if "pinned_version" in changes:
         number = changes.pop("pinned_version")
         version = None
@@ -343,8 +367,9 @@ def create_assignment(
     if not service.may_assign(session, principal.access, problem_set):
         raise NotFound(f"unknown problem set {body.problem_set!r}", field="problem_set")
     assignment = service.assign(
-        session, offering=offering, problem_set=problem_set, **_policy_fields(session, body, problem_set.id)
-    )
+        session, offering=offering, problem_set=problem_set, published=body.published,
+        **_policy_fields(session, body, problem_set.id),
+    )  # fmt: skip
     session.commit()
     return _assignment_public(session, assignment)
 
@@ -358,11 +383,16 @@ def get_assignment(assignment_id: RowId, principal: PrincipalDep, session: Sessi
 
 @router.patch("/assignments/{assignment_id}", response_model=AssignmentPublic)
 def update_assignment(
-    assignment_id: RowId, body: Policy, principal: PrincipalDep, session: SessionDep
+    assignment_id: RowId, body: AssignmentUpdate, principal: PrincipalDep, session: SessionDep
 ) -> AssignmentPublic:
-    """Change an assignment's dates, attempt or release policy (instructors); only the fields sent change."""
+    """Change an assignment's dates, attempt or release policy, or publish a draft (instructors); only the fields
+    sent change."""
     assignment = service.get_assignment(session, principal.access, assignment_id, Action.ASSIGNMENTS)
     service.update_assignment(session, assignment, **_policy_fields(session, body, assignment.problem_set_id))
+    if body.published is True:
+        service.publish(session, assignment, open_at=assignment.open_at, due_at=assignment.due_at)
+    elif body.published is False and assignment.published_at is not None:
+        drafts.unpublish(session, assignment)
     requeue_held(session, assignment.id)  # LMS scores the release policy held: posted now if it releases them
     session.commit()
     return _assignment_public(session, assignment)

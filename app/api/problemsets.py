@@ -177,7 +177,7 @@ async def upload_problem_set(
                 grader=grader,
                 may_replace=may_replace,
             )
-            courses.ensure_assigned(session, offering=target, problem_set=version.problem_set)
+            courses.ensure_assigned(session, offering=target, problem_set=version.problem_set, published=False)
             session.commit()
             return UploadResult(
                 id=version.problem_set.slug,

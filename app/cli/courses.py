@@ -186,7 +186,11 @@ def add_assignment(
     with admin_session() as session:
         target = courses.get_offering(session, operator_access(session), offering, Action.ASSIGNMENTS)
         assignment = courses.assign(
-            session, offering=target, problem_set=courses.problem_set_by_slug(session, problem_set), **policy
+            session,
+            offering=target,
+            problem_set=courses.problem_set_by_slug(session, problem_set),
+            published=True,
+            **policy,
         )
         session.commit()
         typer.echo(f"assignment {assignment.id}: {problem_set} in offering {offering}")

@@ -155,6 +155,9 @@ class Assignment(Base):
     # Per student, or one variant every student shares (Variants). Chosen when the set is assigned (shared for a set
     # without parameters) and kept when a new version adds some, so no student's numbers change mid-term unasked.
     variants: Mapped[str] = mapped_column(String(16), default=Variants.PER_STUDENT)
+    # None: a draft, which only the offering's staff see (app.courses.service.publish makes it visible with its
+    # dates). Every student-facing path reaches an assignment through service._is_open, which asks this.
+    published_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     offering: Mapped[Offering] = relationship()

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.courses import service
 from app.courses.models import MemberRole, Membership, MemberSource, MemberStatus, Offering
-from app.errors import Invalid
+from app.errors import N_, Conflict, Invalid
 from app.users.models import User
 from graders.input_limits import MAX_CSV_BYTES, MAX_CSV_FIELD_CHARS, MAX_CSV_ROWS, NUL, NUL_MESSAGE
 
@@ -190,6 +190,7 @@ def apply(session: Session, offering: Offering, result: RosterDiff, *, link_acco
     active. Without it (an instructor) the row stays invited until that person accepts the offering's invitation,
     as service.enroll's ``link_account``.
     """
+    had_instructor = bool(result.changed or result.to_drop) and bool(service.active_instructors(session, offering.id))
     emails = [row.email for row in result.added] if link_accounts else []
     accounts = {r.email: r.id for r in session.execute(select(User.email, User.id).where(User.email.in_(emails)))}
     for row in result.added:
@@ -217,3 +218,7 @@ def apply(session: Session, offering: Offering, result: RosterDiff, *, link_acco
     for member in result.to_drop:
         member.status = MemberStatus.DROPPED
     session.flush()
+    if had_instructor and not service.active_instructors(session, offering.id):
+        # The file demotes or drops every instructor: nobody could run the offering (or undo this) afterwards.
+        raise Conflict(N_("this file leaves the offering without an instructor: keep at least one (role "
+                          "instructor) in it"), field="file")  # fmt: skip

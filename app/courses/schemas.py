@@ -13,12 +13,6 @@ from app.input_types import Instant, PatchBody
 _ID = {"ge": 1, "le": 2**31 - 1}
 
 
-class CourseCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    slug: str = Field(max_length=64, examples=["attention"])
-    title: str = Field(max_length=300)
-
-
 class OfferingPublic(BaseModel):
     model_config = ConfigDict(from_attributes=True)
     id: int
@@ -49,6 +43,16 @@ class OfferingCreate(BaseModel):
     time_zone: str = Field("UTC", max_length=64, description="IANA name; pages show dates in the viewer's zone")
     starts_at: Instant | None = Field(None, description="UTC when no zone is given")
     ends_at: Instant | None = None
+
+
+class CourseCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    slug: str = Field(max_length=64, examples=["attention"])
+    title: str = Field(max_length=300)
+    first_offering: OfferingCreate | None = Field(
+        None, description="its first offering, with you as its instructor; an instructor (not an admin) always gets "
+        "one: this, else 'main' titled as the course, in UTC",
+    )  # fmt: skip
 
 
 class OfferingUpdate(PatchBody):
@@ -181,6 +185,16 @@ class Policy(PatchBody):
 
 class AssignmentCreate(Policy):
     problem_set: str = Field(max_length=64, examples=["attention"])
+    published: bool = Field(
+        True, description="false: a draft, which students do not see until it is published (PATCH published: true)"
+    )
+
+
+class AssignmentUpdate(Policy):
+    published: bool | None = Field(
+        None, description="true publishes a draft to the students; false makes it a draft again (refused once a "
+        "student has submitted)",
+    )  # fmt: skip
 
 
 class AssignmentPublic(BaseModel):
@@ -205,6 +219,8 @@ class AssignmentPublic(BaseModel):
     time_limit_min: int | None
     new_variant_after: int | None
     variants: str
+    published: bool = Field(description="false: a draft, seen by the offering's staff only")
+    published_at: datetime | None
 
 
 class OverrideCreate(BaseModel):

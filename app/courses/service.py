@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import available_timezones
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
@@ -42,24 +43,39 @@ EXPLANATIONS = {"after_grading": Release.IMMEDIATELY, "after_due": Release.AFTER
 def _slug(value: str, field: str) -> str:
     value = value.strip().lower()
     if not SLUG.match(value):
-        raise Invalid(f"{value!r} is not a slug (lower-case letters, digits, - and _; at most 64)", field=field)
+        raise Invalid(N_("%(value)s is not an id (lower-case letters, digits, - and _; at most 64)"), field=field,
+                      params={"value": repr(value)})  # fmt: skip
     return value
 
 
+@functools.cache
+def time_zones() -> tuple[str, ...]:
+    """The IANA names an offering may take, sorted (the pages' choice; the zone database's own list)."""
+    # The system's zone files list a few that are no place: the machine's own zone, the rules file, "Factory".
+    names = available_timezones() - {"localtime", "posixrules", "Factory"}
+    return tuple(sorted(n for n in names | {"UTC"} if not n.startswith(("posix/", "right/"))))
+
+
 def check_zone(name: str) -> str:
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise Invalid(
-            f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin)", field="time_zone"
-        ) from exc
+    # Only the IANA list: ZoneInfo would also load files of the zone database that name no zone ("posixrules").
+    if name not in time_zones():
+        raise Invalid(N_("unknown time zone %(zone)s (choose an IANA name such as Asia/Shanghai)"),
+                      field="time_zone", params={"zone": repr(name)})  # fmt: skip
     return name
+
+
+def may_create_courses(access: Access, *, instructors_may: bool) -> bool:
+    """Admins create courses; so does an instructor of any offering where the setting allows it (Canvas's "teachers
+    can create courses"): someone already trusted with a roster and its grades."""
+    if access.is_admin:
+        return True
+    return instructors_may and access.staff_scope and MemberRole.INSTRUCTOR in access.roles.values()
 
 
 def create_course(session: Session, *, slug: str, title: str) -> Course:
     slug = _slug(slug, "slug")
     if session.scalar(select(Course.id).where(Course.slug == slug)) is not None:
-        raise Conflict(f"a course {slug!r} already exists", field="slug")
+        raise Conflict(N_("a course %(course)s already exists"), field="slug", params={"course": repr(slug)})
     course = Course(slug=slug, title=title.strip() or slug)
     session.add(course)
     session.flush()
@@ -86,9 +102,10 @@ def create_offering(
 ) -> Offering:
     slug = _slug(slug, "slug")
     if session.scalar(select(Offering.id).where(Offering.course_id == course.id, Offering.slug == slug)):
-        raise Conflict(f"course {course.slug!r} already has an offering {slug!r}", field="slug")
+        raise Conflict(N_("course %(course)s already has an offering %(offering)s"), field="slug",
+                       params={"course": repr(course.slug), "offering": repr(slug)})  # fmt: skip
     if starts_at and ends_at and ends_at <= starts_at:
-        raise Invalid("ends_at must be after starts_at", field="ends_at")
+        raise Invalid(N_("ends_at must be after starts_at"), field="ends_at")
     offering = Offering(
         course_id=course.id,
         slug=slug,
@@ -195,9 +212,33 @@ def get_member(session: Session, offering: Offering, member_id: int) -> Membersh
     return member
 
 
+LAST_INSTRUCTOR = N_("%(email)s is the last instructor of this offering: make someone else its instructor first, so "
+                     "that somebody can still run it")  # fmt: skip
+
+
+def active_instructors(session: Session, offering_id: int) -> list[Membership]:
+    """The offering's instructors who can act (an account, active): whom a change must leave at least one of."""
+    return list(
+        session.scalars(
+            select(Membership).where(
+                Membership.offering_id == offering_id,
+                Membership.role == MemberRole.INSTRUCTOR,
+                Membership.status == MemberStatus.ACTIVE,
+                Membership.user_id.is_not(None),
+            )
+        )
+    )
+
+
 def set_member(
     session: Session, member: Membership, *, role: MemberRole | None, status: MemberStatus | None, section: str | None
 ) -> Membership:
+    """Change a member's role, status or section; refused when it would leave the offering without an instructor."""
+    leaves = (role is not None and role != MemberRole.INSTRUCTOR) or (
+        status is not None and status != MemberStatus.ACTIVE
+    )
+    if leaves and [m.id for m in active_instructors(session, member.offering_id)] == [member.id]:
+        raise Conflict(LAST_INSTRUCTOR, field="role" if role is not None else "status", params={"email": member.email})
     if role is not None:
         member.role = role
     if status is not None:
@@ -265,8 +306,13 @@ POLICY_FIELDS = (
 )
 
 
-def assign(session: Session, *, offering: Offering, problem_set: ProblemSet, **policy: Any) -> Assignment:
-    """Put a set into an offering; policies not given come from the set's problemset.yaml or the defaults."""
+def assign(
+    session: Session, *, offering: Offering, problem_set: ProblemSet, published: bool, **policy: Any
+) -> Assignment:
+    """Put a set into an offering; policies not given come from the set's problemset.yaml or the defaults.
+
+    ``published`` False: a draft, which students do not see until ``publish`` (the pages' Assign, an upload);
+    True where the caller states the assignment whole in one step (the API, the command line, the demo course)."""
     existing = session.scalar(
         select(Assignment).where(Assignment.offering_id == offering.id, Assignment.problem_set_id == problem_set.id)
     )
@@ -288,9 +334,21 @@ def assign(session: Session, *, offering: Offering, problem_set: ProblemSet, **p
         problem_policies={},
         # A set with parameters: each student their own numbers unless the instructor chooses otherwise.
         variants=Variants.PER_STUDENT if _has_parameters(latest) else Variants.SHARED,
+        published_at=utcnow() if published else None,
     )
     session.add(assignment)
     update_assignment(session, assignment, **policy)
+    return assignment
+
+
+def publish(
+    session: Session, assignment: Assignment, *, open_at: datetime | None, due_at: datetime | None
+) -> Assignment:
+    """Make a draft visible to the offering's students, with its dates (checked as any dates are)."""
+    update_assignment(session, assignment, open_at=open_at, due_at=due_at)
+    if assignment.published_at is None:
+        assignment.published_at = utcnow()
+    session.flush()
     return assignment
 
 
@@ -395,7 +453,12 @@ def visible_assignments(session: Session, access: Access, *, offering_id: int | 
 
 
 def _is_open(assignment: Assignment, problem_set: ProblemSet, now: datetime) -> bool:
-    return problem_set.is_visible and (assignment.open_at is None or now >= assignment.open_at)
+    """What a student sees: a published assignment of a visible set, once it opens (drafts are staff-only)."""
+    return (
+        assignment.published_at is not None
+        and problem_set.is_visible
+        and (assignment.open_at is None or now >= assignment.open_at)
+    )
 
 
 class Ambiguous(Invalid):
@@ -440,8 +503,9 @@ def get_assignment(session: Session, access: Access, assignment_id: int, action:
 
 
 def default_assignment(session: Session, problem_set: ProblemSet) -> Assignment:
-    """Sets loaded from disk (serve, `problems load`) are assigned in the default offering, once."""
-    return ensure_assigned(session, offering=home_offering(session), problem_set=problem_set)
+    """Sets loaded from disk (serve, `problems load`) are assigned in the default offering, once (published: the
+    operator chose the folder)."""
+    return ensure_assigned(session, offering=home_offering(session), problem_set=problem_set, published=True)
 
 
 _MEMBER = select(Membership).where(
@@ -457,11 +521,13 @@ def offerings_with_set(session: Session, problem_set: ProblemSet) -> set[int]:
     return set(session.scalars(select(Assignment.offering_id).where(Assignment.problem_set_id == problem_set.id)))
 
 
-def ensure_assigned(session: Session, *, offering: Offering, problem_set: ProblemSet) -> Assignment:
+def ensure_assigned(session: Session, *, offering: Offering, problem_set: ProblemSet, published: bool) -> Assignment:
+    """The set's assignment in the offering; a new one (``published`` or a draft) when it has none yet. An existing
+    one keeps its state."""
     existing = session.scalar(
         select(Assignment).where(Assignment.offering_id == offering.id, Assignment.problem_set_id == problem_set.id)
     )
-    return existing or assign(session, offering=offering, problem_set=problem_set)
+    return existing or assign(session, offering=offering, problem_set=problem_set, published=published)
 
 
 def find_member(session: Session, offering: Offering, *, member_id: int | None, email: str | None) -> Membership:

@@ -44,7 +44,7 @@ def choices(session: Session, access: Access) -> list[ProblemSet]:
 
 
 def max_score(session: Session, offering: Offering, problem_set: ProblemSet) -> float:
-    assignment = courses.ensure_assigned(session, offering=offering, problem_set=problem_set)
+    assignment = courses.ensure_assigned(session, offering=offering, problem_set=problem_set, published=True)
     return round(sum(c.max_score for c in columns(courses.version_of(session, assignment), [])), 6)
 
 

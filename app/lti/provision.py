@@ -176,7 +176,7 @@ def _assignment(session: Session, ctx: LtiContext, launch: Launch, role: MemberR
     # into the course; the launcher must be allowed to assign it here, as on our own pages.
     if assigned is None and not courses.may_assign(session, access_for(session, user), problem_set):
         raise LaunchRefused(f"this link names a problem set ({slug!r}) that you may not assign in this course")
-    assignment = assigned or courses.assign(session, offering=offering, problem_set=problem_set)
+    assignment = assigned or courses.assign(session, offering=offering, problem_set=problem_set, published=True)
     session.add(
         LtiResourceLink(
             context_id=ctx.id, resource_link_id=launch.resource_link_id, assignment_id=assignment.id,
@@ -241,5 +241,6 @@ def relink(session: Session, ctx: LtiContext, offering: Offering) -> None:
     for link in session.scalars(select(LtiResourceLink).where(LtiResourceLink.context_id == ctx.id)):
         old = session.get(Assignment, link.assignment_id)
         assert old is not None
-        link.assignment_id = courses.ensure_assigned(session, offering=offering, problem_set=old.problem_set).id
+        moved = courses.ensure_assigned(session, offering=offering, problem_set=old.problem_set, published=True)
+        link.assignment_id = moved.id
     session.flush()

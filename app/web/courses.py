@@ -1,4 +1,4 @@
-"""Course pages: my courses, a course home with its assignments, the roster with CSV import and preview and
+"""Course pages: a course home with its assignments, the roster with CSV import and preview and
 one person's add, role, section and drop (a role change and a drop confirmed on a second step), an
 assignment's settings and overrides, joining by code. Every page asks app.courses.permissions through Access."""
 
@@ -47,12 +47,12 @@ RELEASES = [r.value for r in Release]
 POLICY_KEYS = tuple(key for key in courses.POLICY_FIELDS if key not in ("problem_policies", "pinned_version_id"))
 
 
-def _text(form: FormData, key: str) -> str:
+def form_text(form: FormData, key: str) -> str:
     value = form.get(key)
     return value.strip() if isinstance(value, str) else ""
 
 
-def _local(value: str, zone: str) -> datetime | None:
+def local_time(value: str, zone: str) -> datetime | None:
     """A datetime-local field, read in the offering's time zone and stored absolute (UTC)."""
     if not value:
         return None
@@ -61,57 +61,6 @@ def _local(value: str, zone: str) -> datetime | None:
     except ValueError as exc:
         raise Invalid(f"{value!r} is not a date and time") from exc
     return to_utc(naive, ZoneInfo(zone))  # ValueError out of range: the form's error, like a bad spelling
-
-
-@router.get("/courses")
-def my_courses(request: Request, user: WebUser, session: WebSession) -> Response:
-    """The offerings you are a member of, by course, with your role; admins can create courses here."""
-    access = access_for(session, user)
-    offerings = courses.my_offerings(session, access)
-    return render(
-        request,
-        "courses/index.html",
-        offerings=[(o, access.role_in(o.id)) for o in offerings],
-        can_create=user.is_admin,
-        teaches={o.course.slug for o in offerings if access.can(o.id, Action.EDIT_OFFERING)},
-    )
-
-
-@router.post("/courses")
-def create_course(request: Request, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
-    """Create a course and its first offering (admins); the creator becomes its instructor."""
-    if not user.is_admin:
-        raise Forbidden(for_request(request).gettext("Only admins create courses."))
-    course = courses.create_course(session, slug=_text(form, "slug"), title=_text(form, "title"))
-    offering = _new_offering(session, user, course.slug, form)
-    session.commit()
-    return RedirectResponse(f"/offerings/{offering.id}", status_code=303)
-
-
-@router.post("/courses/{slug}/offerings")
-def create_offering(request: Request, slug: str, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
-    """Add an offering to a course you teach (or any, as admin)."""
-    access = access_for(session, user)
-    teaches = any(
-        o.course.slug == slug and access.can(o.id, Action.EDIT_OFFERING) for o in courses.my_offerings(session, access)
-    )
-    if not (user.is_admin or teaches):
-        raise Forbidden(for_request(request).gettext("You do not teach this course."))
-    offering = _new_offering(session, user, slug, form)
-    session.commit()
-    return RedirectResponse(f"/offerings/{offering.id}", status_code=303)
-
-
-def _new_offering(session: WebSession, user: User, slug: str, form: FormData) -> Offering:
-    offering = courses.create_offering(
-        session,
-        course=courses.get_course(session, slug),
-        slug=_text(form, "offering_slug") or "main",
-        title=_text(form, "offering_title") or _text(form, "title") or slug,
-        time_zone=_text(form, "time_zone") or "UTC",
-    )
-    courses.enroll(session, offering=offering, email=user.email, role=MemberRole.INSTRUCTOR)
-    return offering
 
 
 def _home(
@@ -148,13 +97,14 @@ def course_home(request: Request, offering_id: RowId, user: WebUser, session: We
 
 @router.post("/offerings/{offering_id}/assignments")
 def assign(request: Request, offering_id: RowId, form: CheckedForm, user: WebUser, session: WebSession) -> Response:
-    """Assign a set (instructors), then go to its settings."""
+    """Assign a set as a draft (instructors), then go to its settings, where it is published."""
     access = access_for(session, user)
     offering = courses.get_offering(session, access, offering_id, Action.ASSIGNMENTS)
-    problem_set = courses.problem_set_by_slug(session, _text(form, "problem_set"))
+    problem_set = courses.problem_set_by_slug(session, form_text(form, "problem_set"))
     if not courses.may_assign(session, access, problem_set):
         raise Forbidden(for_request(request).gettext("That set belongs to a course you do not teach."))
-    assignment = courses.assign(session, offering=offering, problem_set=problem_set)
+    # A draft: the students see it once it is published with its dates, from the settings page it opens on.
+    assignment = courses.assign(session, offering=offering, problem_set=problem_set, published=False)
     session.commit()
     return RedirectResponse(f"/assignments/{assignment.id}/settings", status_code=303)
 
@@ -165,7 +115,7 @@ def rotate_code(
 ) -> Response:
     access = access_for(session, user)
     offering = courses.get_offering(session, access, offering_id, Action.ROSTER)
-    courses.rotate_join_code(session, offering, enabled=_text(form, "enabled") != "off")
+    courses.rotate_join_code(session, offering, enabled=form_text(form, "enabled") != "off")
     session.commit()
     return RedirectResponse(f"/offerings/{offering_id}/roster", status_code=303)
 
@@ -207,16 +157,21 @@ async def import_roster(
     offering = courses.get_offering(session, access, offering_id, Action.ROSTER)
     upload = form.get("file")
     # One byte over the bound, so that roster.parse refuses a longer file instead of reading its first part.
-    data = (await upload.read(MAX_CSV_BYTES + 1)) if isinstance(upload, UploadFile) else _text(form, "csv").encode()
-    drop = _text(form, "drop_missing") == "on"
+    data = (await upload.read(MAX_CSV_BYTES + 1)) if isinstance(upload, UploadFile) else form_text(form, "csv").encode()
+    drop = form_text(form, "drop_missing") == "on"
     try:
         result = roster.diff(session, offering, roster.parse(data), drop_missing=drop)
     except roster.RosterInvalid as exc:
         return _roster_page(
             request, session, access, offering, 422, error=exc.message, bad_rows=exc.extra.get("errors", [])
         )
-    if _text(form, "apply") == "yes":
-        roster.apply(session, offering, result, link_accounts=user.is_admin)
+    if form_text(form, "apply") == "yes":
+        try:
+            roster.apply(session, offering, result, link_accounts=user.is_admin)
+        except DomainError as exc:  # it would leave no instructor: nothing written, the file back to fix
+            session.rollback()
+            return _roster_page(request, session, access, offering, 422, error=error_text(request, exc),
+                                csv_text=data.decode("utf-8-sig"), drop=drop)  # fmt: skip
         session.commit()
         return _roster_page(request, session, access, offering, applied=result)
     return _roster_page(
@@ -270,7 +225,7 @@ def add_member(request: Request, offering_id: RowId, form: CheckedForm, user: We
     already is changed on their own page (a role change is confirmed there), not here."""
     access = access_for(session, user)
     offering = courses.get_offering(session, access, offering_id, Action.ROSTER)
-    fields = {key: _text(form, key) for key in ("email", "name", "role", "section", "student_id")}
+    fields = {key: form_text(form, key) for key in ("email", "name", "role", "section", "student_id")}
     try:
         role = _role(fields["role"])
         email = fields["email"].lower()
@@ -318,7 +273,7 @@ def change_member(
     until the confirmation step sends ``confirm=yes`` (the page asks first); a section move alone is written."""
     offering = courses.get_offering(session, access_for(session, user), offering_id, Action.ROSTER)
     member = courses.get_member(session, offering, member_id)
-    action, confirmed = _text(form, "do"), _text(form, "confirm") == "yes"
+    action, confirmed = form_text(form, "do"), form_text(form, "confirm") == "yes"
     try:
         if action == "drop":
             if not confirmed:
@@ -327,7 +282,7 @@ def change_member(
         elif action == "reactivate":
             courses.set_member(session, member, role=None, status=MemberStatus.ACTIVE, section=None)
         else:
-            role, section = _role(_text(form, "role")), _text(form, "section")[:64]
+            role, section = _role(form_text(form, "role")), form_text(form, "section")[:64]
             if role != member.role and not confirmed:
                 return _member_page(request, session, offering, member, confirm="role", new_role=role,
                                     new_section=section)  # fmt: skip
@@ -443,7 +398,7 @@ def accept_invite(request: Request, token: str, form: CheckedForm, user: MaybeUs
 # --- assignment settings and overrides -----------------------------------------------------------------------------
 
 
-def _settings_page(
+def settings_page(
     request: Request, session: WebSession, access: Access, assignment_id: int, status: int = 200, **extra: Any
 ) -> Response:
     assignment = courses.get_assignment(session, access, assignment_id, Action.VIEW_UNRELEASED)
@@ -463,6 +418,8 @@ def _settings_page(
         can_edit=access.can(offering.id, Action.ASSIGNMENTS),
         can_override=access.can(offering.id, Action.OVERRIDES),
         local=_to_local,
+        # The forms read their dates in the offering's zone, so every date of the page is shown in it.
+        page_zone=offering.time_zone,
         **extra,
     )
 
@@ -487,7 +444,7 @@ def _problem_policies(form: FormData, problem_ids: list[str]) -> dict[str, Any]:
     for pid in problem_ids:
         entry: dict[str, Any] = {}
         for key, _ in PER_PROBLEM:
-            text = _text(form, f"problem.{pid}.{key}")
+            text = form_text(form, f"problem.{pid}.{key}")
             if not text:
                 continue
             if key in ("max_attempts", "cooldown_s"):
@@ -516,7 +473,7 @@ def _to_local(value: datetime | None, zone: str) -> str:
 @router.get("/assignments/{assignment_id}/settings")
 def assignment_settings(request: Request, assignment_id: RowId, user: WebUser, session: WebSession) -> Response:
     """Dates (in the offering's time zone), attempts, release policy, and the overrides (staff)."""
-    return _settings_page(request, session, access_for(session, user), assignment_id)
+    return settings_page(request, session, access_for(session, user), assignment_id)
 
 
 @router.post("/assignments/{assignment_id}/settings")
@@ -529,9 +486,9 @@ def save_settings(
     raw: dict[str, Any] = {}
     try:
         for key in POLICY_KEYS:
-            text = _text(form, key)
+            text = form_text(form, key)
             if key in ("open_at", "due_at"):
-                raw[key] = _local(text, zone)
+                raw[key] = local_time(text, zone)
             elif key in _INTS:
                 raw[key] = int(text) if text else _INTS[key]
             elif key in _FLOATS:
@@ -544,16 +501,20 @@ def save_settings(
             exclude={"pinned_version", "problem_policies"}, exclude_unset=True
         )
         problem_ids = [p["id"] for p in courses.version_of(session, assignment).spec["problems"]]
-        if _text(form, "per_problem") == "shown":  # the table was on the page (an older form leaves them alone)
+        if form_text(form, "per_problem") == "shown":  # the table was on the page (an older form leaves them alone)
             policy["problem_policies"] = _problem_policies(form, problem_ids)
         courses.update_assignment(session, assignment, **policy)
+        if form_text(form, "do") == "publish":  # "Publish" of a draft: these settings, then visible to students
+            courses.publish(session, assignment, open_at=assignment.open_at, due_at=assignment.due_at)
         requeue_held(session, assignment.id)  # LMS scores the release policy held: posted now if released
     except (ValueError, DomainError) as exc:
         session.rollback()
         message = error_text(request, exc) if isinstance(exc, DomainError) else _not_understood(request, exc)
-        return _settings_page(request, session, access, assignment_id, 422, error=message)
+        # The form comes back as it was typed, with the reason (nothing was written).
+        typed = {key: form_text(form, key) for key in POLICY_KEYS}
+        return settings_page(request, session, access, assignment_id, 422, error=message, typed=typed)
     session.commit()
-    return _settings_page(request, session, access, assignment_id, saved=True)
+    return settings_page(request, session, access, assignment_id, saved=True)
 
 
 @router.post("/assignments/{assignment_id}/overrides")
@@ -564,24 +525,24 @@ def add_override(
     access = access_for(session, user)
     assignment = courses.get_assignment(session, access, assignment_id, Action.OVERRIDES)
     try:
-        email = _text(form, "email")
+        email = form_text(form, "email")
         member = courses.find_member(session, assignment.offering, member_id=None, email=email) if email else None
         override = courses.set_override(
             session,
             assignment=assignment,
             member=member,
-            section=_text(form, "section") or None,
-            due_at=_local(_text(form, "due_at"), assignment.offering.time_zone),
+            section=form_text(form, "section") or None,
+            due_at=local_time(form_text(form, "due_at"), assignment.offering.time_zone),
             late_penalty_per_day=None,
-            extra_attempts=int(_text(form, "extra_attempts") or 0),
-            time_multiplier=_multiplier(request, _text(form, "time_multiplier")),
-            note=_text(form, "note")[:300],
+            extra_attempts=int(form_text(form, "extra_attempts") or 0),
+            time_multiplier=_multiplier(request, form_text(form, "time_multiplier")),
+            note=form_text(form, "note")[:300],
         )
         rescore(session, assignment, affected_users(session, override))  # late penalties and LMS scores
     except (ValueError, DomainError) as exc:
         session.rollback()
         message = error_text(request, exc) if isinstance(exc, DomainError) else _not_understood(request, exc)
-        return _settings_page(request, session, access, assignment_id, 422, override_error=message)
+        return settings_page(request, session, access, assignment_id, 422, override_error=message)
     session.commit()
     return RedirectResponse(f"/assignments/{assignment_id}/settings", status_code=303)
 

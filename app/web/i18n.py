@@ -167,9 +167,16 @@ def _aware(value: datetime | str) -> datetime:
 
 
 def shown_zone(context: Context, fallback: str | None) -> str:
-    """The viewer's zone if the browser told it, else the date's own offering's zone, else UTC."""
-    zone = context.get("viewer_zone") or fallback or "UTC"
+    """The page's own zone when it sets one (a form that reads its dates in the offering's zone shows every date of
+    the page in it), else the viewer's zone if the browser told it, else the date's own offering's zone, else UTC."""
+    zone = context.get("page_zone") or context.get("viewer_zone") or fallback or "UTC"
     return zone if zone in known_zones() or zone == "UTC" else "UTC"
+
+
+@pass_context
+def zone_filter(context: Context, fallback: str | None = None) -> str:
+    """``{{ offering.time_zone|zone }}``: the zone this page shows its dates in, for the line that names it."""
+    return shown_zone(context, fallback)
 
 
 def format_when(value: datetime | str | None, zone: str) -> str:

@@ -137,7 +137,7 @@ def validate_and_store(
                 on_loaded=lambda loaded: setattr(job, "total", sets.gate_files(loaded)),
                 based_on=based_on,
             )
-            courses.ensure_assigned(session, offering=target, problem_set=version.problem_set)
+            courses.ensure_assigned(session, offering=target, problem_set=version.problem_set, published=False)
         except sets.ProblemSetRejected as exc:
             session.rollback()
             return 422, {"report": exc.report.to_dict(), "gate_texts": exc.report.gate_texts, "filename": filename}

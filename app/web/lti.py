@@ -158,10 +158,12 @@ def _land(request: Request, done: lti_provision.Provisioned, claims: tool.Launch
         request.session[DEEP_LINK_KEY] = {"launch": claims.launch_id, "offering": done.context.offering_id}
         return RedirectResponse("/lti/deep-link", status_code=303)
     target = f"/offerings/{done.context.offering_id}"
-    if done.assignment is not None:
+    staff = MemberRole(done.membership.role) in STAFF_ROLES
+    # A student's link to a draft lands on the offering, which lists no draft: the set page would answer 404.
+    if done.assignment is not None and (staff or done.assignment.published_at is not None):
         target = f"/sets/{done.assignment.problem_set.slug}?offering={done.context.offering_id}"
     response = RedirectResponse(target, status_code=303)
-    if MemberRole(done.membership.role) in STAFF_ROLES and done.context.memberships_url:
+    if staff and done.context.memberships_url:
         # A staff launch refreshes the roster, after the response (the instructor does not wait for the LMS).
         factory = request.app.state.session_factory
         response.background = BackgroundTask(

@@ -45,6 +45,7 @@ def _points(context: Context, value: float | None) -> str:
 
 templates.env.filters["when"] = i18n.when_filter
 templates.env.filters["due"] = i18n.due_filter
+templates.env.filters["zone"] = i18n.zone_filter
 templates.env.filters["verdict"] = i18n.verdict_filter
 templates.env.filters["status"] = i18n.status_filter
 templates.env.filters["kind"] = i18n.kind_filter

@@ -10,6 +10,7 @@ from app.web import (
     aliases,
     auth,
     bulk_regrade,
+    course_setup,
     courses,
     grading_queue,
     instructor,
@@ -28,6 +29,7 @@ router.include_router(account.router)
 router.include_router(student.router)
 router.include_router(instructor.router)
 router.include_router(courses.router)
+router.include_router(course_setup.router)
 router.include_router(grading_queue.router)
 router.include_router(webhooks.router)
 router.include_router(bulk_regrade.router)

@@ -46,7 +46,11 @@ LIVE_WAIT_S = 25.0  # one long request at a time per waiting page; the script as
 @router.get("/")
 def index(request: Request, user: WebUser, session: WebSession) -> Response:
     """The sets you can see, with your progress."""
-    return render(request, "index.html", cards=page_context.set_cards(session, user=user))
+    cards = page_context.set_cards(session, user=user)
+    # One zone for the whole page: the browser's, else the offerings' when they share one, else UTC.
+    zones = {c.zone for c in cards}
+    zone = i18n.viewer_zone(request) or (zones.pop() if len(zones) == 1 else "UTC")
+    return render(request, "index.html", cards=cards, page_zone=zone)
 
 
 @router.get("/sets/{slug}")

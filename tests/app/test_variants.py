@@ -403,7 +403,7 @@ def test_a_set_without_parameters_is_assigned_with_one_shared_variant(sessions) 
         offering = session.scalars(select(Offering)).first()
         assert offering is not None
         ch9 = courses.ensure_assigned(
-            session, offering=offering, problem_set=courses.problem_set_by_slug(session, "ch9")
+            session, offering=offering, problem_set=courses.problem_set_by_slug(session, "ch9"), published=True
         )
         assert ch9.variants == Variants.SHARED and ch9.shared_variant
 

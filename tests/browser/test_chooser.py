@@ -33,7 +33,7 @@ def _second_offering(server: Server) -> int:
         course = courses.create_course(session, slug=f"chooser-{RUN}", title="Evening course")
         offering = courses.create_offering(session, course=course, slug="evening", title="Evening term")
         ch9 = session.scalars(select(ProblemSet).where(ProblemSet.slug == "ch9")).one()
-        courses.assign(session, offering=offering, problem_set=ch9)
+        courses.assign(session, offering=offering, problem_set=ch9, published=True)
         courses.enroll(session, offering=offering, email=STUDENT)
         session.commit()
         offering_id = offering.id

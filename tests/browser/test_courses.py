@@ -38,8 +38,11 @@ def _assign(page: Any, offering_id: str, slug: str, *, due: str) -> None:
     page.get_by_label("Due", exact=True).fill(due)
     page.get_by_label("Attempts per problem").fill("3")
     page.get_by_label("Answer key shown").select_option("after_due")
-    page.get_by_role("button", name="Save").click()
+    # A new assignment is a draft: Publish saves these settings and shows it to the students.
+    expect(page.get_by_role("heading", name="Draft")).to_be_visible()
+    page.get_by_role("button", name="Publish").click()
     expect(page.get_by_text("Saved.")).to_be_visible()
+    expect(page.get_by_role("heading", name="Published")).to_be_visible()
 
 
 def test_a_second_course_runs_through_the_pages(new_page: Any) -> None:

@@ -45,7 +45,7 @@ def world(sessions, accounts, basic_set) -> World:  # type: ignore[no-untyped-de
         course = courses.create_course(session, slug="other", title="Another course")
         b = courses.create_offering(session, course=course, slug="b", title="Offering B")
         problem_set = session.query(ProblemSet).filter_by(slug="basic").one()
-        assignment_b = courses.assign(session, offering=b, problem_set=problem_set)
+        assignment_b = courses.assign(session, offering=b, problem_set=problem_set, published=True)
         assignment_a = courses.default_assignment(session, problem_set)
         made = {"a:ta": ta_a, "a:observer": obs_a}
         for key, role in (

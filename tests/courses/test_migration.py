@@ -87,6 +87,8 @@ def test_existing_data_moves_into_a_default_offering_and_back(old_database: str)
     assert _rows(old_database, "SELECT release_explanation, release_answer_key FROM assignment") == [
         ("after_due", "after_due")
     ]
+    # Its students saw it before drafts existed: it stays published (assignment_published).
+    assert _rows(old_database, "SELECT count(*) FROM assignment WHERE published_at IS NULL") == [(0,)]
     assert _rows(old_database, "SELECT id, assignment_id, attempt FROM submission ORDER BY id") == [
         (1, 1, 1),
         (2, 1, 2),

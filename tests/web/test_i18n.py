@@ -317,10 +317,13 @@ def test_the_staff_pages_are_translated_dates_in_the_offerings_zone(  # type: ig
     assert student, "the gradebook links each student's work"
     work = client.get(f"/offerings/{offering_id}/students/{student.group(1)}").text
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d Asia/Shanghai", work) and "提交时间" in work
-    # A refusal made in a route is said in the viewer's language too (the instructor is no admin).
+    # A refusal made in a route is said in the viewer's language too (the instructor teaches no course "elsewhere").
+    with sessions() as session:
+        courses.create_course(session, slug="elsewhere", title="Elsewhere")
+        session.commit()
     token = csrf_of(client.get("/courses").text)
-    refused = client.post("/courses", data={"slug": "x", "title": "X", "csrf_token": token})
-    assert refused.status_code == 403 and "只有管理员可以创建课程。" in refused.text
+    refused = client.post("/courses/elsewhere/offerings", data={"offering_slug": "x", "csrf_token": token})
+    assert refused.status_code == 403 and "你不任教这门课程。" in refused.text
 
 
 @sqlite_only
