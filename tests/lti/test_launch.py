@@ -239,3 +239,24 @@ def test_the_clock_leeway_is_a_setting(lti_client, platform, basic_set) -> None:
     claims = canvas_claims(platform, sub="t-1", role="Instructor", link="rl-1", custom={"problem_set": "basic"})
     claims["iat"] = int(time.time()) + 30
     assert launch(lti_client, platform, claims).response.status_code == 401
+
+
+def test_a_students_link_to_a_draft_lands_on_the_offering(lti_client, platform, sessions, basic_set) -> None:  # type: ignore[no-untyped-def]
+    from app.courses.models import Assignment
+
+    teacher = canvas_claims(platform, sub="t-1", role="Instructor", link="rl-1", email="prof@uni.example",
+                            custom={"problem_set": "basic"})  # fmt: skip
+    target = launch(lti_client, platform, teacher).response.headers["location"]
+    offering_id = int(target.rsplit("=", 1)[1])
+    with sessions() as s:  # the instructor takes it back to a draft on the settings page (no one has submitted)
+        assignment = s.scalars(select(Assignment).where(Assignment.offering_id == offering_id)).one()
+        assignment.published_at = None
+        s.commit()
+
+    lti_client.cookies.clear()
+    student = canvas_claims(platform, sub="s-1", role="Learner", link="rl-1", email="stud@uni.example")
+    landed = launch(lti_client, platform, student).response
+    assert landed.status_code == 303
+    assert landed.headers["location"] == f"/offerings/{offering_id}"  # not the set page, which would be a 404
+    assert lti_client.get(target).status_code == 404
+    assert "Basic test set" not in lti_client.get(f"/offerings/{offering_id}").text
