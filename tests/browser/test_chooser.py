@@ -55,3 +55,67 @@ def test_a_set_in_two_offerings_asks_which(new_page: Any, server: Server) -> Non
     page.wait_for_url(re.compile(rf".*/sets/ch9\?offering={evening}$"))
     expect(page.locator(f'input[name="offering"][value="{evening}"]').first).to_be_attached()
     check_a11y(page, "61-set-chosen")
+
+
+def test_a_student_and_an_instructor_in_two_offerings(new_page: Any, server: Server, tmp_path: Any) -> None:
+    """Issue 25 item 1 in the browser: the student's cards name course and offering and the math preview works in
+    the offering chosen (its address carries it); the instructor's upload form chooses the offering."""
+    import shutil
+
+    from sqlalchemy import select
+
+    from app.courses import service as courses
+    from app.courses.accounts import create_user
+    from app.courses.models import Assignment, MemberRole
+    from app.db import make_engine, make_session_factory
+    from app.problemsets.models import ProblemSet
+    from app.users.models import Role
+    from tests.browser.test_instructor import TEACHER, _zip_of
+    from tests.conftest import FIXTURE_SETS
+
+    student = f"fay-{RUN}@example.com"
+    engine = make_engine(server.database_url)
+    with make_session_factory(engine)() as session:
+        create_user(session, email=student, role=Role.STUDENT, password=PASSWORD, display_name="Fay Lu")
+        course = courses.create_course(session, slug=f"twice-{RUN}", title="Weekend course")
+        offering = courses.create_offering(session, course=course, slug="weekend", title="Weekend term")
+        ch9 = session.scalars(select(ProblemSet).where(ProblemSet.slug == "ch9")).one()
+        courses.assign(session, offering=offering, problem_set=ch9, published=True)
+        courses.enroll(session, offering=offering, email=student)
+        courses.enroll(session, offering=offering, email=TEACHER, role=MemberRole.INSTRUCTOR)
+        session.commit()
+        weekend = offering.id
+
+    page = new_page()
+    log_in(page, student)
+    expect(page.locator("a.set-card[href^='/sets/ch9?'] .set-card-offering")).to_have_count(2)
+    expect(page.locator(f"a.set-card[href='/sets/ch9?offering={weekend}']")).to_contain_text(
+        "Weekend course · Weekend term"
+    )
+    check_a11y(page, "62-two-offerings-cards")
+    page.locator(f"a.set-card[href='/sets/ch9?offering={weekend}']").click()
+    page.wait_for_url(re.compile(rf".*/sets/ch9\?offering={weekend}$"))
+    q1 = page.locator("#problem-q1")
+    q1.locator("#q1-b1").fill("\\sqrt{d_k}")
+    expect(q1.locator(".blank[data-part=b1] .blank-preview .katex")).to_be_visible()  # a 422 before: no offering
+    check_a11y(page, "63-two-offerings-preview")
+
+    teacher = new_page()
+    log_in(teacher, TEACHER)
+    teacher.goto("/instructor")
+    chooser = teacher.get_by_label("Offering", exact=True)
+    expect(chooser.locator("option", has_text="Weekend course · Weekend term")).to_have_count(1)
+    chooser.select_option(str(weekend))
+    folder = tmp_path / "set"
+    shutil.copytree(FIXTURE_SETS / "basic", folder)
+    yaml = folder / "problemset.yaml"
+    yaml.write_text(yaml.read_text().replace("id: basic", f"id: weekend{RUN}", 1))
+    teacher.locator("input[type=file][name=file]").set_input_files(str(_zip_of(folder, tmp_path / "w.zip")))
+    teacher.get_by_role("button", name="Validate and upload").click()
+    expect(teacher.get_by_text(f"weekend{RUN}").first).to_be_visible(timeout=120_000)
+    expect(teacher.locator("strong", has_text=f"weekend{RUN}").first).to_be_visible(timeout=120_000)
+    check_a11y(teacher, "64-two-offerings-upload")
+    with make_session_factory(engine)() as session:  # into the offering chosen, as a draft students do not see
+        placed = session.scalars(select(Assignment).join(ProblemSet).where(ProblemSet.slug == f"weekend{RUN}")).all()
+        assert [(a.offering_id, a.published_at) for a in placed] == [(weekend, None)]
+    engine.dispose()
