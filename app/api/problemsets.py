@@ -88,7 +88,8 @@ def get_problem_set(
     due = policy_for(found.assignment, loaded.spec, "", member, started_at=started).deadline
     rounds = variant_rounds(session, found.assignment, principal.user.id)
     mine = variants.student_variants(session, settings, version=version, loaded=loaded, rounds=rounds,
-                                     assignment_id=found.assignment.id, user_id=principal.user.id)  # fmt: skip
+                                     assignment_id=found.assignment.id, user_id=principal.user.id,
+                                     shared=found.assignment.shared_variant)  # fmt: skip
     session.commit()  # a variant generated now is kept
     return service.student_view(version, loaded, due_at=due, variants=mine)
 
@@ -134,7 +135,7 @@ def get_problem(
     round_ = variant_rounds(session, found.assignment, principal.user.id).get(problem_id, 0)
     _, variant = variants.student_variant(session, settings, version=version, loaded=loaded, problem=problem,
                                           assignment_id=found.assignment.id, user_id=principal.user.id,
-                                          round_=round_)  # fmt: skip
+                                          round_=round_, shared=found.assignment.shared_variant)  # fmt: skip
     session.commit()  # a variant generated now is kept
     return problem_view(problem, loaded, version.validation_report.get("points", {}).get(problem_id), variant)
 

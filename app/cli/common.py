@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from sqlalchemy.orm import Session, sessionmaker
@@ -13,8 +14,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings, get_settings
 from app.db import engine_for, make_session_factory
 from app.errors import DomainError
+from graders.model import ProblemBase
 from graders.problemset.errors import ProblemSetInvalid
 from graders.problemset.loader import LoadedSet, load_problem_set
+
+# `problems show --seed` and `grade --seed`: a variant of a problem with parameters, by its seed.
+SeedOpt = Annotated[
+    int | None,
+    typer.Option(min=0, help="a variant's seed (the gradebook CSV's variant column): its numbers and key"),
+]
 
 
 def settings_or_exit() -> Settings:
@@ -72,3 +80,21 @@ def load_set_or_exit(name_or_path: str, settings: Settings, *, exit_code: int) -
     except ProblemSetInvalid as exc:
         print_set_errors(exc)
         raise typer.Exit(exit_code) from exc
+
+
+def variant_or_exit(settings: Settings, loaded: LoadedSet, problem: ProblemBase, seed: int, *, exit_code: int) -> Any:
+    """The variant of ``problem`` for ``seed`` (``--seed``: a student's, as the gradebook CSV's variant column gives
+    it), its generator run in the set's jailed checker as the service runs it; exits where it has none."""
+    from app.problemsets.variants import close_variant_checkers, variant_checkers
+    from graders.problemset.variants import VariantFailed, VariantInvalid, parse_variant
+
+    if problem.generator is None:
+        typer.secho(f"error: {problem.id} has no parameters, so no seeds", fg="red", err=True)
+        raise typer.Exit(exit_code)
+    try:
+        return parse_variant(variant_checkers(settings).variant(loaded.root, problem.generator, seed), problem)
+    except (VariantFailed, VariantInvalid) as exc:
+        typer.secho(f"error: the generator of {problem.id} failed for seed {seed}: {exc}", fg="red", err=True)
+        raise typer.Exit(exit_code) from None
+    finally:
+        close_variant_checkers()

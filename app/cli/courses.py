@@ -14,7 +14,7 @@ from app.cli.common import admin_session
 from app.courses import roster
 from app.courses import service as courses
 from app.courses.access import operator_access
-from app.courses.models import Assignment, Counts, Course, MemberRole, Offering, Release
+from app.courses.models import Assignment, Counts, Course, MemberRole, Offering, Release, Variants
 from app.courses.permissions import Action
 from app.gradebook.overrides import affected_users, rescore
 from app.input_types import to_utc
@@ -134,6 +134,7 @@ _POLICY_COLUMNS = (
     ("release_answer_key", "release_answer_key"),
     ("time_limit", "time_limit_min"),
     ("new_variant_after", "new_variant_after"),
+    ("variants", "variants"),
 )
 _DATE_COLUMNS = ("open_at", "due_at")
 
@@ -156,6 +157,10 @@ TimeLimitOpt = Annotated[int | None, typer.Option(help="minutes from each studen
 NewVariantOpt = Annotated[
     int | None, typer.Option(help="a parameterised problem draws new numbers after this many attempts")
 ]
+VariantsOpt = Annotated[
+    Variants | None,
+    typer.Option(help="per_student: each student their own numbers; shared: all the set's own (seed 0)"),
+]
 
 
 @assignments_app.command("add")
@@ -174,6 +179,7 @@ def add_assignment(
     release_answer_key: ReleaseOpt = None,
     time_limit: TimeLimitOpt = None,
     new_variant_after: NewVariantOpt = None,
+    variants: VariantsOpt = None,
 ) -> None:
     """Assign a loaded set in an offering with its dates and policies."""
     policy = _policy(locals())  # first, while the command's options are its only names
@@ -201,6 +207,7 @@ def set_assignment(
     release_answer_key: ReleaseOpt = None,
     time_limit: TimeLimitOpt = None,
     new_variant_after: NewVariantOpt = None,
+    variants: VariantsOpt = None,
 ) -> None:
     """Change an assignment's dates or policies (only the options given)."""
     policy = _policy(locals())  # first, while the command's options are its only names
@@ -219,7 +226,8 @@ def list_assignments(offering: Annotated[int, typer.Argument(help="the offering 
         for a in session.scalars(select(Assignment).where(Assignment.offering_id == offering).order_by(Assignment.id)):
             typer.echo(
                 f"{a.id} {a.problem_set.slug}: due {a.due_at or '-'}, attempts {a.max_attempts or 'unlimited'}, "
-                f"answer key {a.release_answer_key}" + (f", timed {a.time_limit_min} min" if a.time_limit_min else "")
+                f"answer key {a.release_answer_key}, variants {a.variants}"
+                + (f", timed {a.time_limit_min} min" if a.time_limit_min else "")
             )
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from app.cli.common import load_set_or_exit, settings_or_exit
+from app.cli.common import SeedOpt, load_set_or_exit, settings_or_exit, variant_or_exit
 from app.errors import Invalid
 from app.submissions.gradescope import GradescopeResults, error_document, from_grade_result
 from app.submissions.intake import parse_answers_json, read_source_file
@@ -42,8 +42,10 @@ def grade(
         Format, typer.Option("--format", help="text, json, or gradescope (Gradescope's results.json)")
     ] = Format.TEXT,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write the document here, not stdout")] = None,
+    seed: SeedOpt = None,
 ) -> None:
-    """Grade offline. Exit 0 on full marks, 1 otherwise, 2 on bad input.
+    """Grade offline. Exit 0 on full marks, 1 otherwise, 2 on bad input. ``--seed`` grades a problem with
+    parameters against that seed's variant (a student's, as the gradebook CSV's variant column names it).
 
     With ``--format gradescope`` bad input still writes a results.json (score 0, the reason as its output), so a
     student on Gradescope reads why nothing was graded.
@@ -60,9 +62,11 @@ def grade(
         if fmt is Format.GRADESCOPE:
             _emit(error_document(f"not graded: {exc.message}").model_dump_json(indent=2), output)
         _fail(exc.message)
+    # A problem with parameters: that seed's variant, or without --seed the YAML's own numbers.
+    variant = variant_or_exit(settings, loaded, spec, seed, exit_code=2) if seed is not None else None
     grader = LazyCodeGrader(settings)
     try:
-        result = grade_submission(loaded, problem, payload, grader)
+        result = grade_submission(loaded, problem, payload, grader, variant)
     finally:
         grader.close()
     _cite_cells(result, payload.get("code"))

@@ -9,7 +9,14 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.cli.common import load_set_or_exit, migrated_sessions, print_set_errors, settings_or_exit
+from app.cli.common import (
+    SeedOpt,
+    load_set_or_exit,
+    migrated_sessions,
+    print_set_errors,
+    settings_or_exit,
+    variant_or_exit,
+)
 from app.config import Settings
 from app.courses import course_sets
 from app.problemsets import refused, service
@@ -126,8 +133,10 @@ def show(
     set_name: Annotated[str, typer.Argument(metavar="SET", help="a shipped set id or a folder")],
     problem: Annotated[str | None, typer.Argument(help="one problem id; default: the whole set")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    seed: SeedOpt = None,
 ) -> None:
-    """Print the student view of a set or one problem (prompt, parts with ids and kinds)."""
+    """Print the student view of a set or one problem (prompt, parts with ids and kinds); ``--seed`` shows a
+    problem with parameters as that seed's student sees it (without it, the prompt keeps its markers)."""
     settings = settings_or_exit()
     loaded = load_set_or_exit(set_name, settings, exit_code=1)
     items = [p for p in loaded.spec.problems if problem is None or p.id == problem]
@@ -138,7 +147,14 @@ def show(
     points: dict[str, float | None] = {**report.points}
     for problem_id, checks_points in code_points(settings, loaded, items).items():  # beside the rubric's points
         points[problem_id] = None if checks_points is None else report.points.get(problem_id, 0.0) + checks_points
-    views = [problem_view(p, loaded, points.get(p.id)) for p in items]
+    if seed is not None and problem is not None:
+        variants = {items[0].id: variant_or_exit(settings, loaded, items[0], seed, exit_code=2)}
+    elif seed is not None:
+        varied = [p for p in items if p.generator is not None]
+        variants = {p.id: variant_or_exit(settings, loaded, p, seed, exit_code=2) for p in varied}
+    else:
+        variants = {}
+    views = [problem_view(p, loaded, points.get(p.id), variants.get(p.id)) for p in items]
     if as_json:
         typer.echo(json.dumps(views[0] if problem else views, ensure_ascii=False, indent=2))
         return

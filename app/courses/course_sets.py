@@ -83,5 +83,5 @@ def prepare_alias(
         )  # fmt: skip
 
     latest = sets.get_latest(session, slug, include_hidden=True)
-    archive = with_alias(sets.loaded_version(settings, latest), alias)
+    archive = with_alias(sets.loaded_version(settings, latest), alias, latest.validation_report)
     return AliasEdit(archive=archive, based_on=latest.number, offering_id=found.assignment.offering_id)

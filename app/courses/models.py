@@ -53,6 +53,13 @@ class Counts(StrEnum):
     LAST = "last"
 
 
+class Variants(StrEnum):
+    """Who gets which numbers in a problem with parameters (docs/courses.md, "Variants")."""
+
+    PER_STUDENT = "per_student"  # each student their own seed (app.problemsets.variants.seed_for)
+    SHARED = "shared"  # every student seed 0: the set's own numbers, as before parameters
+
+
 class Course(Base):
     __tablename__ = "course"
 
@@ -145,6 +152,9 @@ class Assignment(Base):
     # A parameterised problem draws a new variant for a student after this many of their attempts at it
     # (PrairieLearn's "new variant after N attempts"); None: one variant per student (app.problemsets.variants).
     new_variant_after: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # Per student, or one variant every student shares (Variants). Chosen when the set is assigned (shared for a set
+    # without parameters) and kept when a new version adds some, so no student's numbers change mid-term unasked.
+    variants: Mapped[str] = mapped_column(String(16), default=Variants.PER_STUDENT)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     offering: Mapped[Offering] = relationship()
@@ -152,6 +162,11 @@ class Assignment(Base):
     overrides: Mapped[list[Override]] = relationship(
         back_populates="assignment", cascade="all, delete-orphan", order_by="Override.id"
     )
+
+    @property
+    def shared_variant(self) -> bool:
+        """Every student answers the one shared variant (seed 0) of a problem with parameters."""
+        return self.variants == Variants.SHARED
 
 
 class Override(Base):

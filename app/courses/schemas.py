@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.courses.models import Counts, MemberRole, MemberStatus, Release
+from app.courses.models import Counts, MemberRole, MemberStatus, Release, Variants
 from app.input_types import Instant, PatchBody
 
 _ID = {"ge": 1, "le": 2**31 - 1}
@@ -171,6 +171,12 @@ class Policy(PatchBody):
         description="a parameterised problem gives a student a new variant (new numbers) after this many of their "
         "attempts at it; null: one variant per student",
     )
+    variants: Variants | None = Field(
+        None,
+        description="per_student: each student their own numbers in a problem with parameters; shared: every "
+        "student the set's own numbers (seed 0). Default when assigned: per_student for a set with parameters, "
+        "shared for one without",
+    )
 
 
 class AssignmentCreate(Policy):
@@ -198,6 +204,7 @@ class AssignmentPublic(BaseModel):
     problem_policies: dict[str, Any]
     time_limit_min: int | None
     new_variant_after: int | None
+    variants: str
 
 
 class OverrideCreate(BaseModel):

@@ -24,6 +24,7 @@ from app.courses.models import (
     Offering,
     Override,
     Release,
+    Variants,
 )
 from app.courses.permissions import Action
 from app.courses.policy import check_problem_policies
@@ -260,6 +261,7 @@ POLICY_FIELDS = (
     "pinned_version_id",
     "time_limit_min",
     "new_variant_after",
+    "variants",
 )
 
 
@@ -284,6 +286,8 @@ def assign(session: Session, *, offering: Offering, problem_set: ProblemSet, **p
         release_feedback=Release.IMMEDIATELY,
         release_answer_key=Release.AFTER_ATTEMPTS,
         problem_policies={},
+        # A set with parameters: each student their own numbers unless the instructor chooses otherwise.
+        variants=Variants.PER_STUDENT if _has_parameters(latest) else Variants.SHARED,
     )
     session.add(assignment)
     update_assignment(session, assignment, **policy)
@@ -311,6 +315,11 @@ def _check_policy(session: Session, a: Assignment) -> None:
     if a.new_variant_after is not None and a.new_variant_after < 1:
         raise Invalid(N_("new_variant_after is at least 1 attempt (leave it out to keep one variant)"),
                       field="new_variant_after")  # fmt: skip
+    if a.variants not in set(Variants):
+        raise Invalid(f"variants must be one of {[v.value for v in Variants]}", field="variants")
+    if a.variants == Variants.SHARED and a.new_variant_after is not None:
+        raise Invalid(N_("a variant all students share cannot change after N attempts: clear new_variant_after or "
+                         "give each student their own variant"), field="new_variant_after")  # fmt: skip
     if a.cooldown_s < 0:
         raise Invalid(N_("cooldown_s cannot be negative"), field="cooldown_s")
     if not 0.0 <= a.decay_per_attempt <= 1.0:
@@ -327,6 +336,10 @@ def _check_policy(session: Session, a: Assignment) -> None:
         if version is None or version.problem_set_id != a.problem_set_id:
             raise Invalid(N_("the pinned version is not a version of this set"), field="pinned_version")
     check_problem_policies(a.problem_policies or {})
+
+
+def _has_parameters(version: ProblemSetVersion | None) -> bool:
+    return version is not None and any(p.get("generator") for p in version.spec.get("problems", []))
 
 
 def _latest_version(session: Session, problem_set_id: int) -> ProblemSetVersion | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from app.safe_text import SafeStr
@@ -23,6 +25,9 @@ class GradeCell(BaseModel):
     attempts: int = Field(description="every submission to this problem, graded or not")
     pending: int = Field(default=0, description="attempts still waiting for a grade")
     best_submission_id: int | None = None
+    variant_seed: int | None = Field(
+        default=None, description="the variant the counted attempt answered (a problem with parameters)"
+    )
 
 
 class StudentRow(BaseModel):
@@ -91,6 +96,21 @@ class MutantLikeness(BaseModel):
     students: int = Field(description="students whose counted submission fails exactly these checks")
 
 
+class VariantStats(BaseModel):
+    seed: int = Field(description="the variant's seed, as the gradebook CSV's variant column gives it")
+    params: dict[str, Any] = Field(description="the numbers this variant shows; empty where it is not stored")
+    students_graded: int
+    mean_best: float
+    full_marks_fraction: float
+
+
+class ParameterValueStats(BaseModel):
+    name: str = Field(description="a parameter of the problem")
+    value: str = Field(description="one of its values, as the prompt shows it")
+    students_graded: int
+    mean_best: float
+
+
 class ProblemStats(BaseModel):
     id: str
     title: str
@@ -110,6 +130,16 @@ class ProblemStats(BaseModel):
     pending_manual: int = Field(default=0, description="students whose counted attempt awaits hand grading")
     wrong_answers: list[BlankWrongAnswers] = Field(
         default_factory=list, description="per blank of an answers problem, in part order; empty for code problems"
+    )
+    variants: list[VariantStats] = Field(
+        default_factory=list,
+        description="a problem with parameters: the counted scores per variant, the lowest mean first; empty for "
+        "one without",
+    )
+    by_parameter: list[ParameterValueStats] = Field(
+        default_factory=list,
+        description="a problem with parameters: the counted scores per value of each parameter with 2 to 10 values "
+        "among the students (is a large T harder?), in parameter order",
     )
     mutants: list[MutantLikeness] = Field(
         default_factory=list,

@@ -55,6 +55,7 @@ def gradebook(session: Session, *, access: Access, slug: str, offering_id: int |
                 attempts=counts[(user.id, col.id)],
                 pending=pending[(user.id, col.id)],
                 best_submission_id=top.id if top else None,
+                variant_seed=top.variant_seed if top else None,
             )
         rows.append(
             StudentRow(
@@ -82,20 +83,38 @@ def gradebook(session: Session, *, access: Access, slug: str, offering_id: int |
 
 def to_csv(book: Gradebook) -> str:
     """One row per student: email, display name, student id, section, one column per problem (empty: no graded
-    attempt), total; the layout Canvas and Moodle gradebook imports map by email or student id."""
+    attempt), total; the layout Canvas and Moodle gradebook imports map by email or student id. After the total,
+    a "q4 variant" column per problem whose counted attempts answered variants: the seed each answered."""
+    varied = _varied([book])
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(["email", "display_name", "student_id", "section", *(p.id for p in book.problems), "total"])
+    writer.writerow(["email", "display_name", "student_id", "section", *(p.id for p in book.problems), "total",
+                     *(f"{pid} variant" for _, pid in varied)])  # fmt: skip
     for row in book.students:
         scores = [_number(row.cells[p.id].best_score) for p in book.problems]
         who = [csv_text(v) for v in (row.email, row.display_name, row.student_id, row.section)]
-        writer.writerow([*who, *scores, _number(row.total)])
+        writer.writerow([*who, *scores, _number(row.total), *(_seed(row.cells[pid].variant_seed) for _, pid in varied)])
     return out.getvalue()
+
+
+def _varied(books: list[Gradebook]) -> list[tuple[Gradebook, str]]:
+    """(book, problem id) of each problem some counted attempt of answered a variant, in column order."""
+    return [
+        (book, p.id)
+        for book in books
+        for p in book.problems
+        if any(row.cells[p.id].variant_seed is not None for row in book.students)
+    ]
+
+
+def _seed(seed: int | None) -> str:
+    return "" if seed is None else str(seed)
 
 
 def offering_csv(books: list[Gradebook]) -> str:
     """One row per student of the offering: email, name, student id, section, a "set/problem" column per problem of
-    each assignment, total; a student missing from one book (no attempt there) gets empty cells."""
+    each assignment, total, then a "set/problem variant" column per problem answered in variants (as ``to_csv``);
+    a student missing from one book (no attempt there) gets empty cells."""
     columns = [(book, p.id) for book in books for p in book.problems]
     people: dict[int, StudentRow] = {}
     for book in books:
@@ -103,9 +122,11 @@ def offering_csv(books: list[Gradebook]) -> str:
             people.setdefault(row.user_id, row)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
+    varied = _varied(books)
     writer.writerow(
-        ["email", "display_name", "student_id", "section", *(f"{b.problem_set}/{pid}" for b, pid in columns), "total"]
-    )
+        ["email", "display_name", "student_id", "section", *(f"{b.problem_set}/{pid}" for b, pid in columns), "total",
+         *(f"{b.problem_set}/{pid} variant" for b, pid in varied)]
+    )  # fmt: skip
     for user_id, person in sorted(people.items(), key=lambda kv: kv[1].email):
         cells = []
         total = 0.0
@@ -122,9 +143,15 @@ def offering_csv(books: list[Gradebook]) -> str:
                 csv_text(person.section),
                 *cells,
                 _number(round(total, 6)),
+                *(_seed(_cell_seed(book, user_id, pid)) for book, pid in varied),
             ]
         )
     return out.getvalue()
+
+
+def _cell_seed(book: Gradebook, user_id: int, problem_id: str) -> int | None:
+    found = next((r for r in book.students if r.user_id == user_id), None)
+    return found.cells[problem_id].variant_seed if found is not None else None
 
 
 def _number(value: float | None) -> str:

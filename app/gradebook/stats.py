@@ -23,7 +23,8 @@ from app.gradebook.schemas import (
     WrongAnswer,
 )
 from app.gradebook.service import counted_rule
-from app.problemsets.aliases import is_known_wrong, takes_alias
+from app.gradebook.variant_stats import variant_breakdown
+from app.problemsets.aliases import is_known_wrong, rewritten_parts, takes_alias
 from app.problemsets.models import ProblemSetVersion
 from app.problemsets.service import spec_of
 from app.submissions.attempts import EPS, Column, best_attempts, columns, load_attempts, student_ids
@@ -61,6 +62,9 @@ def set_stats(session: Session, *, access: Access, slug: str, offering_id: int |
         stats.pending_manual = len(waiting)
         stats.histogram = histogram([a.final_score or 0.0 for a in counted if a not in waiting], col.max_score)
         stats.wrong_answers = wrong.get(col.id, [])
+        stats.variants, stats.by_parameter = variant_breakdown(
+            session, assignment.problem_set_id, col.id, counted, col.max_score
+        )
         gate = version.validation_report.get("mutant_gates", {}).get(col.id)
         if isinstance(gate, dict) and counted:
             stats.mutants = _mutant_likeness(session, gate, [a.id for a in counted])
@@ -191,13 +195,20 @@ def _wrong_answers(
         (problem.id, pid)
         for problem in spec_of(current).problems
         for pid, spec in zip(problem.part_ids(), problem.answer_parts(), strict=False)
-        if takes_alias(problem, spec)
+        if takes_alias(problem, spec, pid, current.validation_report)
+    }
+    # A part whose key each variant gives: the current spec's own key is one variant's, so it cannot say whether an
+    # answer is accepted now or known wrong.
+    varied = {
+        (problem.id, pid)
+        for problem in spec_of(current).problems
+        for pid in rewritten_parts(problem, current.validation_report)
     }
     out: dict[str, list[BlankWrongAnswers]] = defaultdict(list)
     # Part ids are b1, b2, ... b10: in part order, not text order.
     for (problem_id, part), groups in sorted(students.items(), key=lambda kv: (kv[0][0], len(kv[0][1]), kv[0][1])):
         top = sorted(((answer, len(users)) for answer, users in groups.items()), key=lambda kv: (-kv[1], kv[0]))
-        spec_now = now.get(problem_id, {}).get(part)
+        spec_now = None if (problem_id, part) in varied else now.get(problem_id, {}).get(part)
         out[problem_id].append(
             BlankWrongAnswers(
                 part=part,

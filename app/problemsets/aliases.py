@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,13 +41,32 @@ class Alias:
     answer: str  # as the gradebook shows it: the grader's normal form of what the students typed
 
 
-def takes_alias(problem: ProblemBase, part: AnswerSpec) -> bool:
+def takes_alias(
+    problem: ProblemBase, part: AnswerSpec, part_id: str = "", report: Mapping[str, Any] | None = None
+) -> bool:
     """Whether one more accepted answer can be added to this part: its problem kind's parts are the ``parts`` of
-    problemset.yaml, and its answer kind keeps a list of accepted answers (``AnswerKind.aliases``)."""
-    return kind_of(problem).takes_aliases and answer_kind(part.kind).takes_aliases
+    problemset.yaml, its answer kind keeps a list of accepted answers (``AnswerKind.aliases``), and its key is the
+    same for every student (not a part ``report``'s gate saw the generator rewrite)."""
+    return (
+        kind_of(problem).takes_aliases
+        and answer_kind(part.kind).takes_aliases
+        and part_id not in rewritten_parts(problem, report or {})
+    )
 
 
-def _part_index(loaded: LoadedSet, alias: Alias) -> tuple[int, int, AnswerSpec]:
+def rewritten_parts(problem: ProblemBase, report: Mapping[str, Any]) -> set[str]:
+    """The parts of ``problem`` whose key its generator gives per variant, from the version's validation report.
+
+    An alias is one written answer: added to such a part it would be right for one student's numbers and wrong for
+    another's (and the variant's own ``answers`` replace the part's), so these parts take none; the generator says
+    what each variant accepts. A report from before the gate recorded them counts every part of the problem."""
+    if problem.generator is None:
+        return set()
+    recorded = report.get("variant_parts", {}).get(problem.id)
+    return set(problem.part_ids()) if recorded is None else set(recorded)
+
+
+def _part_index(loaded: LoadedSet, alias: Alias, report: Mapping[str, Any]) -> tuple[int, int, AnswerSpec]:
     """(problem index, part index, the part's spec), or Invalid naming what is wrong."""
     for i, problem in enumerate(loaded.spec.problems):
         if problem.id != alias.problem_id:
@@ -63,6 +83,12 @@ def _part_index(loaded: LoadedSet, alias: Alias) -> tuple[int, int, AnswerSpec]:
 
         j = ids.index(alias.part_id)
         part = problem.answer_parts()[j]
+        if alias.part_id in rewritten_parts(problem, report):
+            raise Invalid(
+                N_("%(where)s has its own answer in each student's variant (the set's generator gives it): a written "
+                   "alias would be right for one student's numbers only; accept it in the generator instead"),
+                field="part", params={"where": f"{alias.problem_id} {alias.part_id}"},
+            )  # fmt: skip
         if not takes_alias(problem, part):
             raise Invalid(
                 N_("%(where)s is a %(kind)s blank: only text blanks take aliases (change its answer in "
@@ -80,14 +106,14 @@ def is_known_wrong(answer: str, part: AnswerSpec) -> bool:
     return any(normalized_answer(example, part) == normal for example in part.reject)
 
 
-def check_alias(loaded: LoadedSet, alias: Alias) -> tuple[int, int, AnswerSpec]:
-    """(problem index, part index, the part) the alias would join; Invalid or Conflict when adding it makes
-    no sense."""
+def check_alias(loaded: LoadedSet, alias: Alias, report: Mapping[str, Any]) -> tuple[int, int, AnswerSpec]:
+    """(problem index, part index, the part) the alias would join, in the version ``report`` validated; Invalid or
+    Conflict when adding it makes no sense."""
     answer = alias.answer.strip()
     if not answer or len(answer) > MAX_ALIAS_CHARS or "\n" in answer:
         raise Invalid(N_("an alias is one line of 1 to %(num)s characters"), field="answer",
                       params={"num": MAX_ALIAS_CHARS})  # fmt: skip
-    i, j, part = _part_index(loaded, alias)
+    i, j, part = _part_index(loaded, alias, report)
     where = f"{alias.problem_id} {alias.part_id}"
     if grade_part(answer, part).correct:
         raise Conflict(N_("%(answer)s is already accepted for %(where)s by this version: regrade to give the points"),
@@ -183,9 +209,10 @@ def _only_that_part_changed(
         )  # fmt: skip
 
 
-def with_alias(loaded: LoadedSet, alias: Alias) -> bytes:
-    """The tar.gz of a new version: ``loaded``'s files with the alias in problemset.yaml (checked first)."""
-    i, j, part = check_alias(loaded, alias)
+def with_alias(loaded: LoadedSet, alias: Alias, report: Mapping[str, Any]) -> bytes:
+    """The tar.gz of a new version: ``loaded``'s files with the alias in problemset.yaml (checked first against
+    the version ``report`` validated)."""
+    i, j, part = check_alias(loaded, alias, report)
     field = answer_kind(part.kind).aliases or ""  # check_alias: the part's kind takes aliases
     files = dict(loaded.files)
     files[SET_FILE] = edited_spec(loaded.text(SET_FILE), i, j, alias.answer.strip(), field).encode("utf-8")

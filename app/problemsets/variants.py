@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 
 _SEED_LABEL = b"autograder-variant-seed-v1"
 _SEED_BITS = 48  # fits a BIGINT and a JSON number that JavaScript reads exactly
+# The seed of a variant all students share (an assignment's ``variants: shared``): by the generators' convention,
+# the set's own numbers, those problemset.yaml's answers and accept/reject examples are written for.
+SHARED_SEED = 0
 
 
 def seed_for(settings: Settings, *, assignment_id: int, user_id: int, problem_id: str, round_: int = 0) -> int:
@@ -101,12 +104,17 @@ def student_variant(
     assignment_id: int,
     user_id: int,
     round_: int = 0,
+    shared: bool = False,
 ) -> tuple[int | None, Variant | None]:
-    """(seed, variant) of a student for a problem (their ``round_``-th new variant); (None, None) where the
-    problem has one variant for all."""
+    """(seed, variant) of a student for a problem (their ``round_``-th new variant; SHARED_SEED where the
+    assignment shares one variant); (None, None) where the problem has no parameters."""
     if problem.generator is None:
         return None, None
-    seed = seed_for(settings, assignment_id=assignment_id, user_id=user_id, problem_id=problem.id, round_=round_)
+    seed = (
+        SHARED_SEED
+        if shared
+        else seed_for(settings, assignment_id=assignment_id, user_id=user_id, problem_id=problem.id, round_=round_)
+    )
     return seed, variant_of(session, settings, version, loaded, problem, seed)
 
 
@@ -119,6 +127,7 @@ def student_variants(
     assignment_id: int,
     user_id: int,
     rounds: Mapping[str, int] | None = None,
+    shared: bool = False,
 ) -> dict[str, Variant]:
     """Problem id -> the student's variant (of their round, problem id -> round), for each parameterised
     problem of the set (for its views)."""
@@ -126,7 +135,7 @@ def student_variants(
     for problem in loaded.spec.problems:
         _, variant = student_variant(session, settings, version=version, loaded=loaded, problem=problem,
                                      assignment_id=assignment_id, user_id=user_id,
-                                     round_=(rounds or {}).get(problem.id, 0))  # fmt: skip
+                                     round_=(rounds or {}).get(problem.id, 0), shared=shared)  # fmt: skip
         if variant is not None:
             out[problem.id] = variant
     return out

@@ -26,6 +26,7 @@ class Attempt:
     final_score: float | None  # None until a grade row exists
     max_score: float | None
     manual_score: float | None
+    variant_seed: int | None = None  # the variant it answered (a problem with parameters)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ def load_attempts(session: Session, assignment: Assignment, *, user_id: int | No
             Grade.final_score,  # NULL without a grade row (the outer join)
             Grade.manual_score,
             Grade.max_score,
+            Submission.variant_seed,
         )
         .join(User, Submission.user_id == User.id)
         .outerjoin(Grade, Grade.submission_id == Submission.id)
@@ -76,6 +78,7 @@ def load_attempts(session: Session, assignment: Assignment, *, user_id: int | No
             final_score=None if r.final_score is None else round_score(r.final_score),
             max_score=r.max_score,
             manual_score=r.manual_score,
+            variant_seed=r.variant_seed,
         )
         for r in rows
     ]
@@ -128,7 +131,7 @@ def variant_rounds(session: Session, assignment: Assignment, user_id: int) -> di
     """Problem id -> how many new variants the student has drawn under ``new_variant_after`` (their next attempt's
     variant: attempts so far // N); empty when the assignment keeps one variant per student."""
     every = assignment.new_variant_after
-    if not every:
+    if not every or assignment.shared_variant:
         return {}
     used = session.execute(
         select(Submission.problem_id, func.count())

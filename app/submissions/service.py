@@ -169,7 +169,8 @@ def store(
     # A parameterised problem: this student's own numbers, generated in the set's checker the first time.
     seed, variant = student_variant(session, settings, version=version, loaded=loaded, problem=problem,
                                     assignment_id=assignment.id, user_id=user.id,
-                                    round_=variant_rounds(session, assignment, user.id).get(problem_id, 0))  # fmt: skip
+                                    round_=variant_rounds(session, assignment, user.id).get(problem_id, 0),
+                                    shared=assignment.shared_variant)  # fmt: skip
     if variant is not None:
         # Kept apart from the attempt's transaction: a conflict there rolls back and goes round again, and a
         # variant generated just now would go with it (the page would then have no key of this seed to show).

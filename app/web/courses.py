@@ -536,9 +536,13 @@ def save_settings(
                 raw[key] = int(text) if text else _INTS[key]
             elif key in _FLOATS:
                 raw[key] = float(text) if text else _FLOATS[key]
+            elif key == "variants" and not text:
+                continue  # a form from before the choice: the assignment keeps its own
             else:
                 raw[key] = text
-        policy = Policy.model_validate(raw).model_dump(exclude={"pinned_version", "problem_policies"})
+        policy = Policy.model_validate(raw).model_dump(
+            exclude={"pinned_version", "problem_policies"}, exclude_unset=True
+        )
         problem_ids = [p["id"] for p in courses.version_of(session, assignment).spec["problems"]]
         if _text(form, "per_problem") == "shown":  # the table was on the page (an older form leaves them alone)
             policy["problem_policies"] = _problem_policies(form, problem_ids)

@@ -218,7 +218,8 @@ def set_page(
         session.commit()
     policy = policy_for(found.assignment, loaded.spec, "", member, started_at=started)
     variants = student_variants(session, settings, version=version, loaded=loaded, assignment_id=found.assignment.id,
-                                user_id=user.id, rounds=variant_rounds(session, found.assignment, user.id))  # fmt: skip
+                                user_id=user.id, rounds=variant_rounds(session, found.assignment, user.id),
+                                shared=found.assignment.shared_variant)  # fmt: skip
     session.commit()  # a variant generated now is kept
     view = sets.student_view(version, loaded, due_at=policy.deadline, variants=variants)
     view["time_limit_min"] = found.assignment.time_limit_min

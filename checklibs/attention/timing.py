@@ -115,16 +115,19 @@ class _Pending:
 
 
 class VerifiedCalls:
-    """The student's calls of a timing session, each compared with the trusted reference after its batch.
+    """The student's calls of a timing session, each compared with the trusted reference as its result arrives.
 
     ``expect`` computes the float64 reference of a case on the trusted side (do it for a whole batch before the
-    batch runs); ``call`` makes one timed call and keeps its reply undecoded; ``verify`` decodes and compares every
-    pending result (CheckFailed at the first wrong one) and is called after the batch's last call.
+    batch runs); ``call`` makes one timed call, then decodes and compares its result and drops it, keeping only the
+    first wrong one's report; ``verify`` raises that report (CheckFailed) and is called after the batch's last call.
+    Nothing the next call is sent depends on a result, so the student's code learns no more than before, when every
+    result was kept until the batch ended: a series of results at the transfer cap (60 MiB each) were all held at
+    once. After the first wrong result, later ones are not read.
     """
 
     def __init__(self, session: TimingSession) -> None:
         self.session = session
-        self.pending: list[_Pending] = []
+        self.failure: CheckFailed | None = None
         self.verified = 0
         self.waited = 0  # calls whose wall time was far above their work (``WAITED``): not counted, only told
 
@@ -140,7 +143,12 @@ class VerifiedCalls:
             raise CheckFailed(
                 f"{entry} raised {student_message(err, visible=True)} while being timed ({case.label})"
             ) from None
-        self.pending.append(_Pending(entry, case, expected, timed))
+        if self.failure is None:
+            try:
+                with one_thread():
+                    self._compare(_Pending(entry, case, expected, timed))
+            except CheckFailed as failed:
+                self.failure = failed
         if timed.wall_seconds is not None and timed.wall_seconds > WAITED * timed.seconds + 1e-3:
             self.waited += 1
         return timed.seconds
@@ -158,19 +166,22 @@ class VerifiedCalls:
         return f"timed on {device} as CPU time, the work itself, whatever the load{waited}"
 
     def verify(self) -> None:
-        pending, self.pending = self.pending, []
-        for item in pending:
-            out, weights = as_pair(item.call.result(), item.entry, item.case)
-            for what, got, want in (("weights", weights, item.expected[1]), ("output", out, item.expected[0])):
-                if _close(got, want):
-                    continue
-                problem = compare(got, want, rtol=VERIFY_RTOL, atol=VERIFY_ATOL, what=what)
-                if problem:
-                    raise CheckFailed(
-                        f"at {item.case.label} (one of the calls made while timing) {item.entry} returned wrong "
-                        f"{what}: {problem}. Only correct results are timed: every timed call is checked."
-                    )
-            self.verified += 1
+        failure, self.failure = self.failure, None
+        if failure is not None:
+            raise failure
+
+    def _compare(self, item: _Pending) -> None:
+        out, weights = as_pair(item.call.result(), item.entry, item.case)
+        for what, got, want in (("weights", weights, item.expected[1]), ("output", out, item.expected[0])):
+            if _close(got, want):
+                continue
+            problem = compare(got, want, rtol=VERIFY_RTOL, atol=VERIFY_ATOL, what=what)
+            if problem:
+                raise CheckFailed(
+                    f"at {item.case.label} (one of the calls made while timing) {item.entry} returned wrong "
+                    f"{what}: {problem}. Only correct results are timed: every timed call is checked."
+                )
+        self.verified += 1
 
 
 @dataclass

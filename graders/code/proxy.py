@@ -30,6 +30,7 @@ from graders.code.checks import (
     TimingSession,
     TrustedFunction,
 )
+from graders.code.reverse_budget import BUDGET_SPENT, ReverseBudget, ThreadCpu
 from graders.sandbox import codec
 from graders.sandbox.errors import RunEnded, WireError
 from graders.sandbox.student_process import PROTOCOL_MESSAGE, StudentProcess
@@ -69,7 +70,7 @@ class _Callbacks:
     def __init__(self) -> None:
         self.functions: dict[str, Callable[..., Any]] = {}
         self.calls = 0
-        self.over_limit = False
+        self.refusal: str | None = None  # the "limit" answer given (the call's limit or the submission's budget)
         self.check_error: CheckUsageError | None = None
 
     def handle_of(self, value: Any) -> str | None:
@@ -83,8 +84,8 @@ class _Callbacks:
         """What the call's outcome must be instead of the child's reply: the check's mistake, or the limit."""
         if self.check_error is not None:
             return self.check_error
-        if self.over_limit:
-            return GraderWordedError("RuntimeError", CALLBACK_LIMIT)
+        if self.refusal is not None:
+            return GraderWordedError("RuntimeError", self.refusal)
         return None
 
 
@@ -150,6 +151,7 @@ class SandboxProxy:
         check_limit_s: the check's whole budget (check.timeout_s), counted from construction.
         device: where the child keeps tensors ("cpu" or "cuda").
         source: the submission's source text, for checks that read it (``source``); never executed here.
+        budget: what the submission's reverse calls may still cost the trusted side, shared by all its checks.
     """
 
     def __init__(
@@ -163,8 +165,10 @@ class SandboxProxy:
         reference: ReferenceFactory | None = None,
         entrypoints: Collection[str] | None = None,
         source: str | None = None,
+        budget: ReverseBudget | None = None,
     ) -> None:
         self.device = device
+        self.budget = budget if budget is not None else ReverseBudget()
         self._source = source
         self._process, self._caps, self._reference = process, caps, reference
         # The functions a check may call: the problem's entrypoints, whose presence the load already checked.
@@ -346,15 +350,28 @@ class SandboxProxy:
         (which the child's own proxy never sends) ends the run; a well-formed one is answered with what the
         function computes or a refusal, never with anything else. The function's errors reach the student as a
         plain exception (``ArgumentRejected``'s message, else one fixed message), never as the check's failure.
+        What answering costs this side (its CPU, the checker's, the bytes) is charged to the submission's
+        ``ReverseBudget``; once that is spent, the call is refused like one past its limit.
         """
-        if sum(len(b) for b in frame.buffers) > codec.CALLBACK_CAPS.max_bytes:
+        size = sum(len(b) for b in frame.buffers)
+        if size > codec.CALLBACK_CAPS.max_bytes:
+            raise self._process.end_run("protocol", PROTOCOL_MESSAGE)
+        if callbacks.refusal is not None:  # after the "limit" answer the child refuses every call itself
             raise self._process.end_run("protocol", PROTOCOL_MESSAGE)
         callbacks.calls += 1
-        if callbacks.calls > MAX_CALLBACKS + 1:  # after the "limit" answer the child refuses every call itself
-            raise self._process.end_run("protocol", PROTOCOL_MESSAGE)
         if callbacks.calls > MAX_CALLBACKS:
-            callbacks.over_limit = True
-            return {"error": "limit", "message": CALLBACK_LIMIT}, []
+            callbacks.refusal = CALLBACK_LIMIT
+        elif self.budget.spent():
+            callbacks.refusal = BUDGET_SPENT
+        if callbacks.refusal is not None:
+            return {"error": "limit", "message": callbacks.refusal}, []
+        self.budget.charge_bytes(size)
+        with ThreadCpu(self.budget):
+            reply, buffers = self._answer_allowed(callbacks, frame)
+        self.budget.charge_bytes(sum(memoryview(b).nbytes for b in buffers))
+        return reply, buffers
+
+    def _answer_allowed(self, callbacks: _Callbacks, frame: Frame) -> tuple[dict[str, Any], list[Any]]:
         handle = frame.msg.get("h")
         fn = callbacks.functions.get(handle) if type(handle) is str else None
         tree = {"t": "tuple", "v": [frame.msg.get("args"), frame.msg.get("kwargs")]}
@@ -417,7 +434,8 @@ class _SandboxTimingSession:
     read here from its cgroup or its process CPU clock (never from the child, which could forge it), so that load
     beside the run, which only delays it, and a sleep in it, which uses no CPU, neither earn nor lose a timing point;
     on a GPU worker the wall time, as the child waits for its kernels before it replies. The student's reply is kept
-    as received and decoded only when the check asks for it, so nothing after a call depends on what it returned.
+    as received and decoded only when the check asks for it, so nothing after a call depends on what it returned
+    (a set's checker gets it with the timing: ``checker/host._Run`` decodes it at once and keeps nothing).
     """
 
     def __init__(self, proxy: SandboxProxy, ref: StudentProcess, name: str) -> None:

@@ -61,7 +61,11 @@ class CodeGrader:
             return too_big
         last: SandboxError | None = None
         for attempt in range(self.config.retries + 1):
-            with self._pool.borrow() as slot, self._checkers.for_slot(self._pool.slots.index(slot)):
+            with (
+                self._pool.borrow() as slot,
+                self._checkers.for_slot(self._pool.slots.index(slot), slot.cgroups),
+                slot.cgroups.this_thread() if slot.cgroups is not None else contextlib.nullcontext(),
+            ):
                 try:
                     return grade_in_slot(slot, self.config, source=source, problem=problem, checks=checks)
                 except SandboxError as exc:

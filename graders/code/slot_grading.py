@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from graders.code import verdicts
 from graders.code.checks import CheckFailed, CheckSpec, GraderWordedError, StudentError
 from graders.code.proxy import BadReturnValue, CheckBudgetExceeded, CheckUsageError, SandboxProxy
+from graders.code.reverse_budget import ReverseBudget
 from graders.code.sanitise import TrustedText
 from graders.model import CodeProblem
 from graders.results import CheckResult, GradeResult, Verdict, Visibility
@@ -65,6 +66,8 @@ def grade_in_slot(
     ]
     slot.pool.want(ALONE, sum(1 for group in groups if group))
     caps = codec.Caps(max_bytes=config.max_transfer_mb * 2**20)
+    # What this submission's reverse calls may cost the trusted side, all its checks together.
+    budget = ReverseBudget(config.reverse_cpu_s, config.reverse_mb << 20)
     outcomes: dict[int, CheckOutcome] = {}
     ended: RunEnded | None = None  # the visible child stopped: later visible checks are not run
     with _child(slot, limits) as shared:
@@ -78,14 +81,16 @@ def grade_in_slot(
                 outcomes[i] = CheckOutcome(verdicts.not_run(spec, ended.message), None)
                 continue
             try:
-                outcomes[i] = run_check(spec, _proxy(shared, slot, config, caps, problem, spec, source))
+                outcomes[i] = run_check(spec, _proxy(shared, slot, config, caps, budget, problem, spec, source))
             except RunEnded as exc:
                 ended = exc
                 outcomes[i] = CheckOutcome(_result(spec, 0.0, exc.message, 0.0), None)
     for group in groups:
         if group:
             specs = [checks[i] for i in group]
-            outcomes.update(zip(group, _run_sharing(slot, limits, config, caps, source, problem, specs), strict=True))
+            outcomes.update(
+                zip(group, _run_sharing(slot, limits, config, caps, budget, source, problem, specs), strict=True)
+            )
     ordered = [outcomes[i] for i in range(len(checks))]
     results = [o.result for o in ordered]
     failures = [o.failure for o in ordered if o.failure is not None]
@@ -115,6 +120,7 @@ def _proxy(
     slot: Slot,
     config: SandboxConfig,
     caps: codec.Caps,
+    budget: ReverseBudget,
     problem: CodeProblem,
     spec: CheckSpec,
     source: str,
@@ -128,6 +134,7 @@ def _proxy(
         reference=_reference_factory(slot, process),
         entrypoints=problem.entrypoints,
         source=source,
+        budget=budget,
     )
 
 
@@ -136,6 +143,7 @@ def _run_sharing(
     limits: RunLimits,
     config: SandboxConfig,
     caps: codec.Caps,
+    budget: ReverseBudget,
     source: str,
     problem: CodeProblem,
     specs: list[CheckSpec],
@@ -161,7 +169,7 @@ def _run_sharing(
         with _child(slot, limits, ALONE) as process:
             fresh = True  # no check has run in this child yet
             while todo:
-                outcome, final = _run_one_sharing(process, slot, config, caps, source, problem, todo[0], fresh)
+                outcome, final = _run_one_sharing(process, slot, config, caps, budget, source, problem, todo[0], fresh)
                 if outcome is None:  # the child's leftovers may be to blame: again, in a fresh child
                     break
                 outcomes.append(outcome)
@@ -177,6 +185,7 @@ def _run_one_sharing(
     slot: Slot,
     config: SandboxConfig,
     caps: codec.Caps,
+    budget: ReverseBudget,
     source: str,
     problem: CodeProblem,
     spec: CheckSpec,
@@ -191,7 +200,7 @@ def _run_one_sharing(
         return CheckOutcome(_result(spec, 0.0, "not run: your code could not be loaded again", 0.0), None), True
     process.helpers = set()  # a new module: the helpers an earlier check defined are gone with the old one
     try:
-        outcome = run_check(spec, _proxy(process, slot, config, caps, problem, spec, source))
+        outcome = run_check(spec, _proxy(process, slot, config, caps, budget, problem, spec, source))
     except RunEnded as exc:
         if not fresh and exc.cause != "timeout":
             return None, True

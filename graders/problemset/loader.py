@@ -147,7 +147,8 @@ def check_files(spec: ProblemSetSpec, files: dict[str, bytes]) -> list[SetError]
 
 
 def _parameter_errors(problem: ProblemBase, where: str, files: dict[str, bytes]) -> list[SetError]:
-    """A parameterised problem has answer parts, and its prompt names only parameters it declares."""
+    """A parameterised problem has answer parts, and its prompt and accept/reject examples name only parameters it
+    declares."""
     if not problem.part_ids() or not problem.answer_parts() or problem.kind != "fill_in":
         return [SetError(SET_FILE, f"{where}.generator", "only a fill_in problem may have a generator (for now)")]
     errors = []
@@ -156,6 +157,13 @@ def _parameter_errors(problem: ProblemBase, where: str, files: dict[str, bytes])
         unknown = sorted(prompt_names(text) - set(problem.parameters))
         if rel and unknown:
             errors.append(SetError(rel, "", f"names {unknown}, which are not among the parameters"))
+    for part_id, spec in zip(problem.part_ids(), problem.answer_parts(), strict=False):
+        for verb, cases in (("accept", spec.accept), ("reject", spec.reject)):
+            for case in cases:
+                unknown = sorted(prompt_names(case) - set(problem.parameters))
+                if unknown:
+                    message = f"{case!r} names {unknown}, which are not among the parameters"
+                    errors.append(SetError(SET_FILE, f"{where}.{part_id}.{verb}", message))
     return errors
 
 

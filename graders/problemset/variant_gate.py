@@ -17,6 +17,7 @@ from graders.problemset.variants import (
     VariantSource,
     apply_variant,
     parse_variant,
+    prompt_names,
     render_prompt,
 )
 
@@ -74,7 +75,13 @@ def check_variants(
                 SetError(SET_FILE, at, f"seed {seed}: two variants show the same prompt with different keys")
             )
             return
+    report.variant_parts[problem.id] = sorted(set().union(*(v.parts for v in first.values())))
     report.notes.append(f"{problem.id}: {len(seeds)} variants drawn, {len(prompts)} different prompts")
+
+
+def _where_of(at: str) -> str:
+    """``problems[3]`` of ``problems[3].generator``: where a part's examples are written."""
+    return at.removesuffix(".generator")
 
 
 def _own_answers_accepted(
@@ -98,4 +105,17 @@ def _own_answers_accepted(
                 )
             )
             return None
+    for part_id, spec in zip(mine.part_ids(), mine.answer_parts(), strict=False):
+        for expected, cases in ((True, spec.accept), (False, spec.reject)):
+            for case in (c for c in cases if prompt_names(c)):
+                report.answer_cases += 1
+                shown = render_prompt(case, variant)
+                result = grade_part(shown, spec)
+                if result.correct != expected:
+                    verb = "accept" if expected else "reject"
+                    report.errors.append(
+                        SetError(SET_FILE, f"{_where_of(at)}.{part_id}.{verb}",
+                                 f"seed {seed}: {case!r} (here {shown!r}) should be {verb}ed: {result.feedback}")
+                    )  # fmt: skip
+                    return None
     return keys

@@ -25,7 +25,8 @@ __all__ = ["Variant", "VariantFailed", "VariantInvalid", "VariantSource"]
 
 MARKER = re.compile(r"\{%\s*(" + PARAMETER_PATTERN + r")\s*%\}")
 # Fields a variant may not change: a part's kind and points are the same for every student, and its accept/reject
-# examples are checked against problemset.yaml's own numbers.
+# examples are the instructor's (checked against problemset.yaml's own numbers, or per variant where they name
+# parameters: graders/problemset/variant_gate.py).
 FIXED_FIELDS = frozenset({"kind", "points", "accept", "reject"})
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from graders.sandbox.cgroup_common import (
@@ -127,6 +129,30 @@ class ChildCgroupV1:
                 remove_dir(group)
 
 
+class TrustedCgroupV1:
+    """A trusted process's place in its slot: the slot's cpu group and an accounting group of its own."""
+
+    def __init__(self, joined: tuple[Path, ...], cpuacct: Path | None) -> None:
+        self.joined, self.cpuacct = joined, cpuacct
+
+    def add(self, pid: int) -> None:
+        for group in (*self.joined, self.cpuacct):
+            if group is not None:
+                (group / "cgroup.procs").write_text(str(pid))
+
+    def cpu_usage_usec(self) -> int | None:
+        if self.cpuacct is None:
+            return None
+        with contextlib.suppress(OSError, ValueError):
+            return int((self.cpuacct / "cpuacct.usage").read_text()) // 1000
+        return None
+
+    def remove(self) -> None:
+        """After its processes are gone (the slot's own groups stay)."""
+        if self.cpuacct is not None:
+            remove_dir(self.cpuacct)
+
+
 class SlotCgroupV1:
     """One slot: its CPU share (a cpu group, and a cpuacct group for its accounting) and its children's groups."""
 
@@ -134,12 +160,46 @@ class SlotCgroupV1:
 
     def __init__(self, hierarchy: CgroupV1, cpu: Path | None, cpuacct: Path | None) -> None:
         self.hierarchy, self.cpu, self.cpuacct = hierarchy, cpu, cpuacct
+        self.threads: Path | None = None  # the service's grading thread's group inside the slot's (``this_thread``)
 
     def create(self, memory_bytes: int, pids_max: int) -> ChildCgroupV1:
         # The child's own accounting group inside the slot's; mounted together with cpu, that group is also a cpu
         # group inside the slot's, whose share and quota still bound it.
         joined = () if self.cpu is None or self.cpu == self.cpuacct else (self.cpu,)
         return self.hierarchy.create_child(memory_bytes, pids_max, joined, self.cpuacct)
+
+    def trusted(self) -> TrustedCgroupV1 | None:
+        """A group for a trusted process of this slot: in its cpu group, with a cpuacct group of its own inside the
+        slot's (None without a cpu group, where no CPU share exists to put it in)."""
+        if self.cpu is None:
+            return None
+        own = None
+        if self.cpuacct is not None:
+            own = self.cpuacct / f"autograder-{os.getpid()}-{fresh_name('t')}"
+            own.mkdir()
+        joined = () if own is not None and self.cpu == self.cpuacct else (self.cpu,)
+        return TrustedCgroupV1(joined, own)
+
+    @contextlib.contextmanager
+    def this_thread(self) -> Iterator[None]:
+        """The calling thread in this slot's cpu group meanwhile: the service's grading thread, which decodes the
+        slot's replies and answers its reverse calls, shares the slot's CPU share. v1 moves one thread at a time
+        (its ``tasks`` file); it goes back to the service's own group afterwards, whatever happened. It goes into a
+        group of its own inside the slot's, never the slot's group itself: the slot's cleanup kills what is in the
+        slot's groups, and a thread there lists the whole service among the members."""
+        home = self.hierarchy.cpu_parent
+        if self.cpu is None or home is None:
+            yield
+            return
+        if self.threads is None:
+            self.threads = self.cpu / f"autograder-{os.getpid()}-{fresh_name('g')}"
+            self.threads.mkdir()
+        tid = str(threading.get_native_id())
+        (self.threads / "tasks").write_text(tid)
+        try:
+            yield
+        finally:
+            (home / "tasks").write_text(tid)
 
     def _child_groups(self) -> list[Path]:
         return sorted(self.cpuacct.glob("autograder-*-*")) if self.cpuacct is not None else []
@@ -158,7 +218,12 @@ class SlotCgroupV1:
         return int((self.cpuacct / "cpuacct.usage").read_text()) // 1000
 
     def remove(self) -> None:
+        if self.threads is not None:  # never killed: it holds the service's own threads while they grade
+            with contextlib.suppress(OSError):
+                self.threads.rmdir()
         for child in self._child_groups():  # normally gone: each child's finish removes its own
+            if child == self.threads:
+                continue
             ChildCgroupV1(child, None).kill_all(timeout_s=1.0)
             remove_dir(child)
         for group in dict.fromkeys(g for g in (self.cpu, self.cpuacct) if g is not None):

@@ -175,6 +175,23 @@ class ChildCgroupV2:
         remove_dir(self.path)
 
 
+class TrustedCgroupV2:
+    """A trusted process's leaf inside its slot's group."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def add(self, pid: int) -> None:
+        (self.path / "cgroup.procs").write_text(str(pid))
+
+    def cpu_usage_usec(self) -> int | None:
+        return _usage_usec(self.path)
+
+    def remove(self) -> None:
+        """After its processes are gone."""
+        remove_dir(self.path)
+
+
 class SlotCgroupV2:
     """One slot's group: its CPU share; its children's leaf groups are created under it."""
 
@@ -205,6 +222,18 @@ class SlotCgroupV2:
             remove_dir(group)
             raise
         return ChildCgroupV2(group)
+
+    def this_thread(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing: a thread of the service cannot leave the service's group in v2, where every thread of a process
+        shares its (domain) group; only the checker, a process of its own, is in the slot's (``trusted``)."""
+        return contextlib.nullcontext()
+
+    def trusted(self) -> TrustedCgroupV2:
+        """A leaf for a trusted process of this slot, under the slot's CPU share; no memory or pids limit (the
+        checker has its own address-space limit and cannot fork)."""
+        group = self.path / fresh_name("t")
+        group.mkdir()
+        return TrustedCgroupV2(group)
 
     def cpu_settings(self) -> dict[str, str]:
         return {n: (self.path / n).read_text().strip() for n in ("cpu.weight", "cpu.max") if (self.path / n).exists()}

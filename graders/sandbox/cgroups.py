@@ -9,7 +9,7 @@ per child (``cgroup_common`` has the interface; ``cgroup_v1`` and ``cgroup_v2`` 
 
 from __future__ import annotations
 
-from graders.sandbox.cgroup_common import ChildCgroup, Hierarchy, SlotCgroups
+from graders.sandbox.cgroup_common import ChildCgroup, Hierarchy, SlotCgroups, TrustedCgroup
 from graders.sandbox.cgroup_v1 import CgroupV1, own_v1_group
 from graders.sandbox.cgroup_v2 import CgroupV2
 
@@ -27,4 +27,4 @@ def level(hierarchy: Hierarchy | None) -> str:
 
 
 __all__ = ["THREADS_ONLY", "CgroupV1", "CgroupV2", "ChildCgroup", "Hierarchy", "SlotCgroups", "detect", "level"]
-__all__ += ["own_v1_group"]
+__all__ += ["TrustedCgroup", "own_v1_group"]

@@ -41,6 +41,10 @@ class SandboxConfig:
         checker_memory_mb: the address space (RLIMIT_AS) of each set's checker, the process that runs the set's
             checks; ~640 MiB of it is the interpreter and torch. 0: none. Not applied with device "cuda", whose
             driver reserves far more address space than it uses.
+        reverse_cpu_s, reverse_mb: what one submission's reverse calls (the functions a check hands its code,
+            run on the trusted side) may cost the grader in all: CPU seconds of the service and the set's checker,
+            and MiB of arguments and results (``graders.code.reverse_budget``); past either, further calls fail
+            in the student's code.
         lock_dir: where the slots' uid lock files live (default /run/autograder-sandbox); it must be a directory
             owned by the grader's euid with mode 0700, or the sandbox refuses to start.
     """
@@ -60,6 +64,8 @@ class SandboxConfig:
     prefork: int = 2
     prefork_max: int = 12
     checker_memory_mb: int = 4096
+    reverse_cpu_s: float = 8.0
+    reverse_mb: int = 512
 
     def __post_init__(self) -> None:
         if self.mode not in ("bwrap", "unsafe-local"):

@@ -101,3 +101,19 @@ def process_cpu_seconds(pid: int) -> float | None:
         return time.clock_gettime(clock)
     except OSError:
         return None
+
+
+def tree(root: int, max_depth: int = 4) -> list[int]:
+    """``root`` and its descendants, as they are now."""
+    found, frontier = [root], [root]
+    for _ in range(max_depth):
+        frontier = [c for p in frontier for c in children(p)]
+        found += frontier
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float | None:
+    """The CPU time of these processes together (``process_cpu_seconds``); None when none can be read."""
+    readings = [process_cpu_seconds(pid) for pid in pids]
+    found = [r for r in readings if r is not None]
+    return sum(found) if found else None

@@ -92,6 +92,12 @@ SOL_SOCKET, SO_PASSPIDFD, SO_PEERPIDFD = 1, 76, 77
 STATX_MNT_ID_UNIQUE = 0x4000
 CLONE_THREAD = 0x00010000
 PR_SET_DUMPABLE = 4
+# nsfs's ioctls, all of type 0xb7 (NS_GET_ID, NS_GET_MNTNS_ID, NS_MNT_GET_NEXT, NS_GET_PARENT, ...): since Linux 6.18
+# NS_GET_ID gives a namespace's 64-bit id, drawn from one host-wide counter; a child's four namespaces (pid, net,
+# IPC, mount) told it how many namespaces the host made before it, so how many children the grader forked since the
+# student's previous submission. No interpreter, torch or honest submission asks a namespace about itself.
+NSFS_IOCTL_TYPE = 0xB7
+_IOCTL_TYPE_BITS = 0xFF00
 
 
 def build_filter(threads_only: bool = False) -> sc.SyscallFilter:
@@ -129,6 +135,9 @@ def build_filter(threads_only: bool = False) -> sc.SyscallFilter:
             level, name = sc.Arg(1, sc.MASKED_EQ, _LOW32, SOL_SOCKET), sc.Arg(2, sc.MASKED_EQ, _LOW32, option)
             f.add_rule(sc.ERRNO(errno.ENOPROTOOPT), call, level, name)
     f.add_rule(deny, "statx", sc.Arg(3, sc.MASKED_EQ, STATX_MNT_ID_UNIQUE, STATX_MNT_ID_UNIQUE))
+    # The request's type byte (bits 8-15; the kernel reads the request as an unsigned int, so bits above 32 do not
+    # change which ioctl it is): every nsfs ioctl, whatever its number.
+    f.add_rule(deny, "ioctl", sc.Arg(1, sc.MASKED_EQ, _IOCTL_TYPE_BITS, NSFS_IOCTL_TYPE << 8))
     if threads_only:
         for name in ("fork", "vfork"):  # absent on some architectures (aarch64): glibc uses clone there
             _add(f, deny, name)

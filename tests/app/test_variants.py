@@ -167,7 +167,8 @@ def test_the_set_page_shows_each_student_their_own_numbers_and_key(client, accou
 
 @pytest.fixture
 def served(settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """The app on a real port (this task's range), for the command-line client."""
+    """The app on a real port (one the kernel picks, bound here and handed to uvicorn), for the command-line
+    client."""
     import socket
     import threading
 
@@ -176,12 +177,7 @@ def served(settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
     from app.main import create_app
 
     sock = socket.socket()
-    for port in range(18200, 18300):
-        try:
-            sock.bind(("127.0.0.1", port))
-            break
-        except OSError:
-            continue
+    sock.bind(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -206,7 +202,9 @@ def test_the_command_line_client_is_graded_on_the_students_own_variant(accounts,
 
     seen = {}
     for name in ("alice", "bob"):
-        view = httpx.get(f"{served}/api/v1/problem-sets/attention/problems/q4", headers=accounts[name].headers)
+        view = httpx.get(
+            f"{served}/api/v1/problem-sets/attention/problems/q4", headers=accounts[name].headers, timeout=60
+        )  # the first view runs the generator in a checker that may still be starting: httpx waits 5 s by default
         seen[name] = numbers_in(view.json()["prompt"])
     assert seen["alice"] != seen["bob"]
 
@@ -352,3 +350,133 @@ def test_a_generator_that_fails_for_a_students_seed_refuses_clearly_and_stores_n
         assert "524288" not in resp.text and "ValueError" not in resp.text
     with sessions() as session:
         assert len(session.scalars(select(Submission)).all()) == before
+
+
+TODAY = Numbers(d=256, H=8, B=8, T=128)  # the set's own numbers (seed 0), as problemset.yaml writes them
+
+
+def test_an_assignment_may_share_one_variant_among_all_students(client, accounts, attention_set, sessions) -> None:  # type: ignore[no-untyped-def]
+    """``variants: shared``: every student sees and is graded on the set's own numbers (seed 0), on the API and
+    the set page; a set with parameters is assigned per student, one without shared; shared refuses
+    new_variant_after."""
+    from app.courses.models import Assignment
+
+    with sessions() as session:
+        assignment_id = session.scalars(select(Assignment.id)).one()
+    url, instructor = f"/api/v1/assignments/{assignment_id}", accounts["instructor"].headers
+    assert client.get(url, headers=instructor).json()["variants"] == "per_student"  # the set has parameters
+    resp = client.patch(url, json={"variants": "shared"}, headers=instructor)
+    assert resp.status_code == 200 and resp.json()["variants"] == "shared", resp.text
+    assert client.patch(url, json={"variants": "each"}, headers=instructor).status_code == 422
+    assert client.patch(url, json={"variants": None}, headers=instructor).status_code == 422
+    refused = client.patch(url, json={"new_variant_after": 2}, headers=instructor)
+    assert refused.status_code == 422 and "new_variant_after" in refused.text
+
+    for name in ("alice", "bob"):
+        view = client.get("/api/v1/problem-sets/attention/problems/q4", headers=accounts[name].headers).json()
+        assert numbers_in(view["prompt"]) == TODAY
+        graded = submit(client, accounts[name], TODAY.answers())
+        assert graded["score"] == 8.0
+    client.cookies.clear()
+    login(client, accounts["bob"])
+    assert numbers_in(client.get("/sets/attention").text) == TODAY
+    with sessions() as session:
+        assert set(session.scalars(select(Submission.variant_seed))) == {0}
+
+    # Back to per student: the next view is the student's own seed again (their shared-variant submissions keep 0).
+    assert client.patch(url, json={"variants": "per_student"}, headers=instructor).status_code == 200
+    views = {
+        name: numbers_in(
+            client.get("/api/v1/problem-sets/attention/problems/q4", headers=accounts[name].headers).json()["prompt"]
+        )
+        for name in ("alice", "bob")
+    }
+    assert views["alice"] != views["bob"]
+
+
+def test_a_set_without_parameters_is_assigned_with_one_shared_variant(sessions) -> None:  # type: ignore[no-untyped-def]
+    from app.courses import service as courses
+    from app.courses.models import Offering, Variants
+
+    with sessions() as session:
+        course_sets.load_dir(session, root=REPO / "problems" / "ch9", grader=None)
+        offering = session.scalars(select(Offering)).first()
+        assert offering is not None
+        ch9 = courses.ensure_assigned(
+            session, offering=offering, problem_set=courses.problem_set_by_slug(session, "ch9")
+        )
+        assert ch9.variants == Variants.SHARED and ch9.shared_variant
+
+
+def test_the_settings_page_sets_the_variants_choice(client, accounts, attention_set, sessions) -> None:  # type: ignore[no-untyped-def]
+    from app.courses.models import Assignment
+
+    with sessions() as session:
+        assignment_id = session.scalars(select(Assignment.id)).one()
+    token = login(client, accounts["instructor"])
+    page = client.get(f"/assignments/{assignment_id}/settings").text
+    assert '<option value="per_student" selected>' in page and 'name="variants"' in page
+    form = {
+        "csrf_token": token, "cooldown_s": "0", "decay_per_attempt": "0", "counts": "best",
+        "release_scores": "immediately", "release_feedback": "immediately", "release_explanation": "immediately",
+        "release_answer_key": "after_attempts", "variants": "shared",
+    }  # fmt: skip
+    saved = client.post(f"/assignments/{assignment_id}/settings", data=form)
+    assert saved.status_code == 200, saved.text
+    assert '<option value="shared" selected>' in saved.text
+    with sessions() as session:
+        assert session.get(Assignment, assignment_id).variants == "shared"  # type: ignore[union-attr]
+    # A form without the field (one from before the choice) keeps it; new numbers per attempt are refused with it.
+    del form["variants"]
+    assert client.post(f"/assignments/{assignment_id}/settings", data=form).status_code == 200
+    refused = client.post(f"/assignments/{assignment_id}/settings", data=form | {"new_variant_after": "2"})
+    assert refused.status_code == 422
+    with sessions() as session:
+        row = session.get(Assignment, assignment_id)
+        assert row is not None and row.variants == "shared" and row.new_variant_after is None
+
+
+def test_statistics_and_the_gradebook_break_down_by_variant(client, accounts, attention_set, sessions) -> None:  # type: ignore[no-untyped-def]
+    """Alice answers her own numbers right, Bob answers Alice's (wrong for him): the statistics give each variant
+    its own row (Bob's, the lower mean, first) and the parameters' values; the gradebook CSVs name each student's
+    variant after the total; the instructor's page shows the breakdown."""
+    from app.courses.models import Assignment
+
+    alice, bob, instructor = accounts["alice"], accounts["bob"], accounts["instructor"]
+    mine = numbers_in(client.get("/api/v1/problem-sets/attention/problems/q4", headers=alice.headers).json()["prompt"])
+    theirs = numbers_in(client.get("/api/v1/problem-sets/attention/problems/q4", headers=bob.headers).json()["prompt"])
+    assert submit(client, alice, mine.answers())["score"] == 8.0
+    assert submit(client, bob, mine.answers())["score"] < 8.0
+    with sessions() as session:
+        assignment = session.scalars(select(Assignment)).one()
+        seeds = {
+            who.id: seed_for(client.app.state.settings, assignment_id=assignment.id, user_id=who.id, problem_id="q4")
+            for who in (alice, bob)
+        }
+        offering_id = assignment.offering_id
+
+    stats = client.get("/api/v1/gradebook/attention/stats", headers=instructor.headers).json()
+    q4 = next(p for p in stats["problems"] if p["id"] == "q4")
+    assert [v["seed"] for v in q4["variants"]] == [seeds[bob.id], seeds[alice.id]]  # the lowest mean first
+    assert q4["variants"][1]["mean_best"] == 8.0 and q4["variants"][1]["full_marks_fraction"] == 1.0
+    assert q4["variants"][1]["params"]["T"] == mine.T and q4["variants"][0]["params"]["T"] == theirs.T
+    differing = [name for name in ("B", "H", "T", "d") if getattr(mine, name) != getattr(theirs, name)]
+    rows = {(r["name"], r["value"]): r for r in q4["by_parameter"]}
+    for name in differing:
+        assert rows[(name, str(getattr(mine, name)))]["mean_best"] == 8.0
+        assert rows[(name, str(getattr(theirs, name)))]["mean_best"] < 8.0
+    q1 = next(p for p in stats["problems"] if p["id"] == "q1")
+    assert q1["variants"] == [] and q1["by_parameter"] == []  # no parameters, no breakdown
+
+    book = client.get("/api/v1/gradebook/attention.csv", headers=instructor.headers).text.splitlines()
+    header = book[0].split(",")
+    assert header[-2:] == ["total", "q4 variant"] and "q1 variant" not in header
+    by_email = {line.split(",")[0]: line.split(",") for line in book[1:]}
+    assert by_email[alice.email][-1] == str(seeds[alice.id]) and by_email[bob.email][-1] == str(seeds[bob.id])
+    whole = client.get(f"/api/v1/offerings/{offering_id}/gradebook.csv", headers=instructor.headers).text.splitlines()
+    assert whole[0].split(",")[-1] == "attention/q4 variant"
+    assert any(line.startswith(alice.email) and line.endswith(str(seeds[alice.id])) for line in whole[1:])
+
+    login(client, instructor)
+    page = client.get(f"/instructor/sets/attention/gradebook?offering={offering_id}").text
+    assert "By variant" in page and f'<th scope="row">{seeds[alice.id]}</th>' in page

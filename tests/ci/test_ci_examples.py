@@ -59,6 +59,7 @@ def test_example_submits_and_writes_junit(name, live_server, accounts, basic_set
             f"{live_server}/api/v1/webhooks",
             json={"url": receiver.url, "events": ["submission.graded"]},
             headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
         )
         assert hook.status_code == 201, hook.text
         receiver.secret = hook.json()["secret"]

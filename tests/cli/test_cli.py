@@ -131,3 +131,27 @@ def test_load_and_list(run) -> None:  # type: ignore[no-untyped-def]
     assert "basic v1 (unchanged)" in again.output
     listed = run("problems", "list")
     assert "basic\tv1" in listed.output
+
+
+def test_show_and_grade_take_a_variants_seed(run) -> None:  # type: ignore[no-untyped-def]
+    """``--seed`` (a student's, from the gradebook CSV's variant column) shows Q4 with that seed's numbers and
+    grades against its key; without it the prompt keeps its markers and grading uses the YAML's numbers."""
+    import re
+
+    shown = run("problems", "show", "attention", "q4", "--seed", "12345", "--json")
+    assert shown.exit_code == 0, shown.output
+    prompt = json.loads(shown.output)["prompt"]
+    d, h, b, t = (
+        int(g)
+        for g in re.search(r"\$d=(\d+)\$，头数 \$H=(\d+)\$，批量 \$B=(\d+)\$，序列长度 \$T=(\d+)\$", prompt).groups()
+    )  # type: ignore[union-attr]
+    assert (b, h, t, d) != (8, 8, 128, 256)  # not the set's own numbers
+    assert "{%d%}" in json.loads(run("problems", "show", "attention", "q4", "--json").output)["prompt"]
+    answers = json.dumps({"b5": str(b * h * t * t), "b2": f"{b}×{h}×{t}×{d // h}"})
+    graded = run("grade", "--set", "attention", "--problem", "q4", "--answers", answers, "--seed", "12345", "--json")
+    doc = json.loads(graded.output)
+    assert {c["name"]: c["passed"] for c in doc["checks"]}.items() >= {"b5": True, "b2": True}.items()
+    own = run("grade", "--set", "attention", "--problem", "q4", "--answers", answers, "--json")
+    assert {c["name"]: c["passed"] for c in json.loads(own.output)["checks"]}["b5"] is False
+    refused = run("grade", "--set", "ch9", "--problem", "q1", "--answers", "{}", "--seed", "1")
+    assert refused.exit_code == 2 and "no parameters" in refused.output

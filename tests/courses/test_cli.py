@@ -51,6 +51,15 @@ def test_a_course_from_the_shell(run, tmp_path: Path) -> None:  # type: ignore[n
     assert override.exit_code == 0, override.output
     missing = run("overrides", "add", assignment_id, "--email", "nobody@example.com")
     assert missing.exit_code == 1 and "not on this offering's roster" in missing.output
+    # A set without parameters is assigned with one shared variant; per student is the instructor's choice, and
+    # new numbers after N attempts needs it.
+    assert "variants shared" in run("assignments", "list", offering_id).output
+    assert run("assignments", "set", assignment_id, "--new-variant-after", "2").exit_code == 1
+    assert run("assignments", "set", assignment_id, "--variants", "each").exit_code == 2
+    chosen = run("assignments", "set", assignment_id, "--variants", "per_student", "--new-variant-after", "2")
+    assert chosen.exit_code == 0, chosen.output
+    assert "variants per_student" in run("assignments", "list", offering_id).output
+    assert run("assignments", "set", assignment_id, "--variants", "shared").exit_code == 1
     assert run("assignments", "set", assignment_id, "--time-limit", "45").exit_code == 0
     assert "timed 45 min" in run("assignments", "list", offering_id).output
     more = run("overrides", "add", assignment_id, "--email", "ben@example.com", "--time-multiplier", "1.5")

@@ -25,10 +25,11 @@ def test_gradebook_keeps_each_students_best_attempt(client, accounts, graded):  
     assert set(rows) == {"alice@example.com", "bob@example.com"}  # staff are not students
     alice, bob = rows["alice@example.com"], rows["bob@example.com"]
     assert alice["cells"]["t1"] == {"best_score": 3.0, "max_score": 3.0, "attempts": 2, "pending": 0,
-                                    "best_submission_id": graded["alice_t1_best"]["id"]}  # fmt: skip
+                                    "best_submission_id": graded["alice_t1_best"]["id"],
+                                    "variant_seed": None}  # fmt: skip
     assert alice["cells"]["t2"]["best_score"] == 0.0 and alice["cells"]["t2"]["attempts"] == 1
     assert alice["cells"]["t3"] == {"best_score": None, "max_score": 3.0, "attempts": 0, "pending": 0,
-                                    "best_submission_id": None}  # fmt: skip
+                                    "best_submission_id": None, "variant_seed": None}  # fmt: skip
     assert (alice["total"], alice["max_total"]) == (3.0, 8.0)
     assert bob["cells"]["t1"]["best_score"] == 1.0 and bob["total"] == 1.0
 

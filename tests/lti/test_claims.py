@@ -134,7 +134,7 @@ def _deep_link_answer(client, platform, claims) -> dict[str, Any]:  # type: igno
     assert answer.status_code == 200, answer.text
     action = unescape(re.search(r'id="lti-deep-link" method="post" action="([^"]+)"', answer.text).group(1))  # type: ignore[union-attr]
     value = unescape(re.search(r'name="JWT" value="([^"]+)"', answer.text).group(1))  # type: ignore[union-attr]
-    assert httpx.post(action, data={"JWT": value}).status_code == 200  # the platform verified it
+    assert httpx.post(action, data={"JWT": value}, timeout=30).status_code == 200  # the platform verified it
     return dict(jwt.decode(value, options={"verify_signature": False}))
 
 

@@ -25,7 +25,7 @@ def test_an_instructor_picks_a_set_and_the_platform_verifies_the_response(lti_cl
     action = unescape(re.search(r'id="lti-deep-link" method="post" action="([^"]+)"', answer.text).group(1))  # type: ignore[union-attr]
     jwt_value = unescape(re.search(r'name="JWT" value="([^"]+)"', answer.text).group(1))  # type: ignore[union-attr]
     assert action == f"{platform.base_url}/deep_link_return"
-    returned = httpx.post(action, data={"JWT": jwt_value})
+    returned = httpx.post(action, data={"JWT": jwt_value}, timeout=30)
     assert returned.status_code == 200, returned.text  # the platform verified our signature against our JWKS
     [claims] = platform.deep_link_responses
     assert claims["iss"] == platform.client_id and claims["aud"] == [platform.issuer]

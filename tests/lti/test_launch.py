@@ -152,7 +152,7 @@ def test_a_launch_with_a_state_of_another_browser_is_refused(lti_client, platfor
 
     init = lti_client.get("/lti/login", params={"iss": platform.issuer, "login_hint": hint,
                                                 "client_id": platform.client_id}, follow_redirects=False)  # fmt: skip
-    auth = httpx.get(init.headers["location"])
+    auth = httpx.get(init.headers["location"], timeout=30)
     import re
 
     token = re.search(r'name="id_token" value="([^"]+)"', auth.text).group(1)  # type: ignore[union-attr]

@@ -228,3 +228,45 @@ def test_a_database_outage_is_logged_once_when_it_goes_and_once_when_it_is_back(
     sender.run_once = broken  # type: ignore[method-assign]
     assert sender.poll() == 0
     assert [r.exc_info is not None for r in caplog.records if r.name == "app.lti.sender"] == [True]
+
+
+def test_passback_posts_the_grade_the_students_own_variant_gave(lti_client, platform, sessions) -> None:  # type: ignore[no-untyped-def]
+    """Seed 001's Q4 through an LMS course: the student's own numbers score full marks and the set's own (seed 0)
+    numbers do not (unless they are hers), and the platform gets exactly those scores."""
+    from app.courses import course_sets
+    from app.problemsets.variants import close_variant_checkers, variant_checkers
+    from tests.app.test_variants import TODAY, numbers_in
+    from tests.conftest import REPO
+
+    settings = lti_client.app.state.settings
+    with sessions() as session:
+        _, report, _ = course_sets.load_dir(
+            session, root=REPO / "problems" / "attention", grader=None, variants=variant_checkers(settings)
+        )
+        session.commit()
+    assert report.ok, report.render_text()
+    try:
+        item_url = platform.add_lineitem("Attention", 8.0, "rl-1")
+        item = item_url.rsplit("/", 1)[1]
+        teacher = canvas_claims(platform, sub="t-1", role="Instructor", link="rl-1", email="prof@uni.example",
+                                custom={"problem_set": "attention"}, lineitem=item_url)  # fmt: skip
+        assert launch(lti_client, platform, teacher).response.status_code == 303
+        _as_student(lti_client, platform, lineitem=item_url)
+        view = lti_client.get("/api/v1/problem-sets/attention/problems/q4")
+        assert view.status_code == 200, view.text
+        mine = numbers_in(view.json()["prompt"])
+
+        def send(answers: dict[str, str]) -> float:
+            resp = lti_client.post("/api/v1/submissions?wait=30",
+                                   json={"problem_set": "attention", "problem": "q4", "answers": answers})  # fmt: skip
+            assert resp.status_code in (200, 202) and resp.json()["status"] == "graded", resp.text
+            return float(resp.json()["score"])
+
+        others = send(TODAY.answers())
+        assert (others < 8.0) == (mine != TODAY)
+        [first] = _scores(lti_client, platform, item, 1)
+        assert first["scoreGiven"] == others
+        assert send(mine.answers()) == 8.0
+        assert _scores(lti_client, platform, item, 2)[-1]["scoreGiven"] == 8.0
+    finally:
+        close_variant_checkers()

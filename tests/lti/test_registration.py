@@ -53,6 +53,17 @@ def test_admins_register_platforms_and_staff_read_the_values(lti_client, session
     bad = lti_client.post("/api/v1/lti/platforms", json={**body, "client_id": "2", "keyset_url": "ftp://x"},
                           headers=admin_h)  # fmt: skip
     assert bad.status_code == 422 and "keyset_url" in bad.text
+    # Plain http: refused unless the development setting allows it (the fixture's settings do, for the test LMS).
+    plain = {**body, "client_id": "3", "issuer": "http://moodle.uni.example"}
+    development = lti_client.app.state.settings
+    lti_client.app.state.settings = development.model_copy(update={"lti_allow_http": False})
+    try:
+        refused = lti_client.post("/api/v1/lti/platforms", json=plain, headers=admin_h)
+    finally:
+        lti_client.app.state.settings = development
+    assert refused.status_code == 422 and "AUTOGRADER_LTI_ALLOW_HTTP" in refused.text and "issuer" in refused.text
+    assert "http://moodle.uni.example" not in lti_client.get("/api/v1/lti/platforms", headers=admin_h).text
+    assert lti_client.post("/api/v1/lti/platforms", json=plain, headers=admin_h).status_code == 201
     issuers = [p["issuer"] for p in lti_client.get("/api/v1/lti/platforms", headers=admin_h).json()]
     assert "https://canvas.instructure.com" in issuers
     values = lti_client.get("/api/v1/lti/tool", headers=accounts["instructor"].headers).json()

@@ -12,6 +12,7 @@ import yaml
 from graders.answers import grade_part
 from graders.answers.registry import ANSWER_KINDS, PartSpec
 from graders.model import ChoiceProblem, FillInProblem, ProblemSetSpec
+from graders.problemset.variants import prompt_names
 
 # (problem id, part id, student answer, expected correct)
 Case = tuple[str, str, str, bool]
@@ -80,11 +81,12 @@ def _parts(problem_set: ProblemSetSpec) -> Iterator[tuple[str, str, PartSpec]]:
 
 
 def yaml_examples(problem_set: ProblemSetSpec) -> list[Case]:
-    """The accept/reject examples written in the YAML, as (problem, part, answer, expected) rows."""
+    """The accept/reject examples written in the YAML, as (problem, part, answer, expected) rows; those written per
+    parameter ({%d%}/{%H%}) are the variant gate's, checked on each drawn variant (test_attention_variants.py)."""
     rows: list[Case] = []
     for problem_id, part_id, spec in _parts(problem_set):
-        rows += [(problem_id, part_id, answer, True) for answer in spec.accept]
-        rows += [(problem_id, part_id, answer, False) for answer in spec.reject]
+        rows += [(problem_id, part_id, answer, True) for answer in spec.accept if not prompt_names(answer)]
+        rows += [(problem_id, part_id, answer, False) for answer in spec.reject if not prompt_names(answer)]
     return rows
 
 

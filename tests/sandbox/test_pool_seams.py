@@ -159,3 +159,37 @@ def test_a_child_reads_no_host_wide_counter_of_processes_or_mounts(grader: CodeG
     assert seen["peer_pidfd_inode"] in (errno.ENOPROTOOPT, errno.EPERM), seen
     if platform.machine() == "x86_64":
         assert seen["mount_id"] in (None, errno.EPERM, errno.ENOSYS, errno.EINVAL), seen
+
+
+NAMESPACE_PROBE = r"""
+import ctypes, fcntl, os, struct
+
+NS_GET_ID = (2 << 30) | (8 << 16) | (0xB7 << 8) | 0x0D  # _IOR(0xb7, 0xd, __u64), Linux 6.18
+NS_GET_MNTNS_ID = (2 << 30) | (8 << 16) | (0xB7 << 8) | 0x05
+
+def namespaces():
+    seen = {}
+    for name in ("pid", "net", "ipc", "mnt", "uts", "cgroup", "time"):
+        fd = os.open(f"/proc/self/ns/{name}", os.O_RDONLY)
+        for request, label in ((NS_GET_ID, "id"), (NS_GET_MNTNS_ID, "mntns_id")):
+            try:
+                seen[f"{name}.{label}"] = struct.unpack("Q", fcntl.ioctl(fd, request, bytes(8)))[0]
+            except OSError as exc:
+                seen[f"{name}.{label}"] = -exc.errno
+        os.close(fd)
+    return seen
+"""
+
+
+def test_a_child_reads_no_namespace_id(grader: CodeGrader) -> None:
+    """Every namespace has a 64-bit id from one host-wide counter (NS_GET_ID, Linux 6.18); a child's own pid, net,
+    IPC and mount namespaces are made for it, so their ids counted the namespaces the host made before it. Every
+    nsfs ioctl is refused: before, two children in a row read ids 4 apart (one child's namespaces) or more."""
+    import errno
+
+    slot = grader._pool.slots[0]
+    slot.settle()
+    with child(slot, BIG, STUDENT, NAMESPACE_PROBE) as process:
+        seen = call(process, "namespaces")
+    assert all(value in (-errno.EPERM, -errno.EINVAL, -errno.ENOTTY) for value in seen.values()), seen
+    assert -errno.EPERM in seen.values(), seen  # refused by the filter, not merely unknown to this kernel

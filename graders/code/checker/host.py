@@ -24,10 +24,12 @@ from typing import Any
 from graders.code.checker import protocol
 from graders.code.checks import ArgumentRejected, CheckSpec, Ref, TrustedFunction
 from graders.code.proxy import CheckUsageError, SandboxProxy
-from graders.sandbox import codec, jail, launcher, uids, wire
+from graders.sandbox import codec, jail, launcher, procfs, uids, wire
+from graders.sandbox.cgroup_common import SlotCgroups, TrustedCgroup
 from graders.sandbox.channel import poll_ready, widen_pipe
 from graders.sandbox.config import SandboxConfig
 from graders.sandbox.errors import RunEnded, SandboxError, WireError
+from graders.sandbox.student_process import PROTOCOL_MESSAGE
 from graders.words import Words
 
 log = logging.getLogger(__name__)
@@ -138,7 +140,43 @@ class CheckerProcess:
         os.close(rep_w)
         self.pipes = _Pipes(req_w, rep_r, self.caps.max_bytes + wire.MAX_HEADER_BYTES)
         self.started = False
+        self._slot: SlotCgroups | None = None  # the slot whose CPU share this checker is in (``join``)
+        self._group: TrustedCgroup | None = None
+        self._tree: list[int] = []
         threading.Thread(target=self._drain, daemon=True).start()
+
+    def join(self, slot: SlotCgroups | None) -> None:
+        """Put this checker's processes into ``slot``'s CPU share (once; a checker serves one slot).
+
+        The checker runs what a check computes, the functions of reverse calls included, on arguments a submission
+        chose: outside every group, one submission spent 26 s of the grader's CPU beside the one-core cap of its
+        slot. Inside, the slot's share bounds it with the submission's own processes. Its processes are all there
+        once it has answered (bubblewrap, its init, the checker; the checker cannot fork).
+        """
+        if slot is None or self._slot is slot or not self.started:
+            return
+        self._slot = slot
+        self._tree = procfs.tree(self.proc.pid)
+        group = slot.trusted()
+        if group is None:
+            return
+        try:
+            for pid in self._tree:
+                group.add(pid)
+        except OSError as exc:
+            log.warning("could not move a checker into its slot's CPU group: %s", exc)
+            return
+        self._group = group
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time of the checker's processes so far: its group's figure, else the threads' own clocks."""
+        if self._group is not None:
+            usec = self._group.cpu_usage_usec()
+            if usec is not None:
+                return usec / 1e6
+        if not self._tree:
+            self._tree = procfs.tree(self.proc.pid)
+        return procfs.cpu_seconds(self._tree)
 
     def _readable_copy(self, set_root: Path, uid: int) -> Path:
         """A copy of the set that the checker's uid (and no other) may read: a set's folder in the data dir is the
@@ -243,6 +281,10 @@ class CheckerProcess:
                 os.killpg(self.proc.pid, 9)  # bwrap's --die-with-parent and its pid namespace take the rest
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=10)
+        if self._group is not None:
+            with contextlib.suppress(OSError, SandboxError):
+                self._group.remove()
+            self._group = None
         self._release()
 
     def _release(self) -> None:
@@ -285,7 +327,11 @@ class _Run:
         self.ended: RunEnded | None = None
         self.stack: contextlib.ExitStack | None = None
         self.sessions: dict[int, Any] = {}
-        self.timed: dict[int, Any] = {}
+        self.timed: dict[int, Callable[[], Any]] = {}  # what asking for a timed call's result does (no reply kept)
+
+    def _unreadable(self) -> Any:
+        """A timed reply that could not be read ends the run when the check asks for it, as decoding it would."""
+        raise self.proxy._process.end_run("protocol", PROTOCOL_MESSAGE)
 
     def execute(self, frame: wire.Frame) -> tuple[dict[str, Any], list[Any]]:
         try:
@@ -355,27 +401,32 @@ class _Run:
             args, kwargs = _pair(self._args(msg, buffers))
             timed, frame = self._session(msg).student_call(name, list(args), kwargs)
             rid = len(self.timed)
-            self.timed[rid] = timed
             reply: dict[str, Any] = {"ok": True, "seconds": timed.seconds, "rid": rid}
             # The result travels with the timing, so the check needs no second round trip to read it. Only a
-            # result that reads cleanly does: one that does not stays here, and ends the run only when the check
-            # asks for it (``timed_result``), as it did before.
+            # result that reads cleanly does: one that does not ends the run only when the check asks for it
+            # (``timed_result``), as it did before. Either way the reply is decoded here as it arrives and not
+            # kept: a check's series of calls each returning the transfer cap (60 MiB) held them all until the
+            # check ended (the service's peak went from 400 to 745 MB); what is kept is what asking would do.
             readable, value = proxy.peek(frame)
+            del frame
             if not readable:
+                self.timed[rid] = self._unreadable
                 return reply, []
             try:
                 tree, out = codec.encode_value(value, self.checker.caps)
-            except codec.ValueRefused:
+            except codec.ValueRefused as exc:
+                self.timed[rid] = _raiser(exc)
                 return reply, []
+            self.timed[rid] = _raiser(CheckUsageError("the timed call's result was sent with its timing"))
             return {**reply, "value": tree}, out
         if method == "session_reference":
             args, kwargs = _pair(self._args(msg, buffers))
             return {"ok": True, "seconds": self._session(msg).reference(list(args), kwargs)}, []
         if method == "timed_result":
-            timed = self.timed.get(msg.get("rid"))  # type: ignore[arg-type]
-            if timed is None:
+            result = self.timed.get(msg.get("rid"))  # type: ignore[arg-type]
+            if result is None:
                 raise CheckUsageError("no such timed call")
-            return self._ok(timed.result())
+            return self._ok(result())
         raise CheckUsageError("unknown proxy call")
 
     def _session(self, msg: dict[str, Any]) -> Any:
@@ -390,10 +441,14 @@ class _Run:
         def call(*args: Any, **kwargs: Any) -> Any:
             tree, buffers = codec.encode_value((args, kwargs), codec.CALLBACK_CAPS)
             pipes = self.checker.pipes
+            before = self.checker.cpu_seconds()
             pipes.send(
                 {"op": "callback", "h": handle, "args": tree["v"][0], "kwargs": tree["v"][1]}, buffers, self.deadline
             )
             frame = pipes.receive(self.deadline)
+            after = self.checker.cpu_seconds()
+            if before is not None and after is not None:  # the checker's time is the submission's too
+                self.proxy.budget.charge_cpu(after - before)
             answer = frame.msg.get("cb")
             if answer == "ok":
                 return codec.decode_value(frame.msg.get("value"), frame.buffers, codec.CALLBACK_CAPS)
@@ -408,6 +463,13 @@ class _Run:
             raise RuntimeError("the check's function failed")
 
         return TrustedFunction(call)
+
+
+def _raiser(exc: BaseException) -> Callable[[], Any]:
+    def raise_it() -> Any:
+        raise exc
+
+    return raise_it
 
 
 def _pair(value: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:

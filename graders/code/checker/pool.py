@@ -25,6 +25,7 @@ from graders.code.checker.host import (
 from graders.code.checks import CheckSpec
 from graders.code.grader import VariantFailed
 from graders.code.proxy import CheckUsageError
+from graders.sandbox.cgroup_common import SlotCgroups
 from graders.sandbox.config import SandboxConfig
 from graders.words import Words
 
@@ -59,13 +60,13 @@ class CheckerPool:
         self._closed = False
 
     @contextlib.contextmanager
-    def for_slot(self, key: int) -> Iterator[None]:
-        """Checks run on this thread meanwhile use the checkers of slot ``key``."""
-        self._local.slot = key
+    def for_slot(self, key: int, cgroups: SlotCgroups | None = None) -> Iterator[None]:
+        """Checks run on this thread meanwhile use the checkers of slot ``key``, inside its CPU share ``cgroups``."""
+        self._local.slot, self._local.cgroups = key, cgroups
         try:
             yield
         finally:
-            self._local.slot = None
+            self._local.slot = self._local.cgroups = None
 
     def describe(self, root: Path, relative: str) -> list[CheckSpec]:
         """The checks of ``root/relative``, imported in the set's checker. Raises ChecksUnavailable."""
@@ -122,6 +123,7 @@ class CheckerPool:
                     restart = getattr(proxy, "restart_budget", None)
                     if restart is not None:
                         restart()
+                checker.join(getattr(self._local, "cgroups", None))
                 return checker.run(check.relative, spec, proxy, float(getattr(proxy, "_call_limit_s", 0.0)))
             except ChecksUnavailable as exc:
                 raise CheckUsageError(f"the checks no longer import: {exc}") from None

@@ -95,6 +95,7 @@ def test_a_deterministic_generator_whose_answers_its_parts_accept_passes(tmp_pat
     report = gate(make_set(tmp_path / "s", GOOD), pool)
     assert report.ok, report.render_text()
     assert any("8 variants drawn" in note for note in report.notes)
+    assert report.to_dict()["variant_parts"] == {"q1": ["b1", "b2"]}  # what the generator rewrites (aliases read it)
 
 
 def test_a_generator_that_is_not_deterministic_is_refused(tmp_path, pool) -> None:  # type: ignore[no-untyped-def]
@@ -146,4 +147,34 @@ def test_a_prompt_naming_an_undeclared_parameter_is_refused(tmp_path) -> None:  
     from graders.problemset.errors import ProblemSetInvalid
 
     with pytest.raises(ProblemSetInvalid, match="c"):
+        load_problem_set(root)
+
+
+def with_examples(root: Path, accept: str, reject: str) -> Path:
+    text = (root / "problemset.yaml").read_text()
+    edited = text.replace('accept: ["5"], reject: ["6"]', f'accept: ["5", "{accept}"], reject: ["6", "{reject}"]')
+    assert edited != text
+    (root / "problemset.yaml").write_text(edited)
+    return root
+
+
+def test_examples_written_per_parameter_are_checked_on_every_drawn_variant(tmp_path, pool) -> None:  # type: ignore[no-untyped-def]
+    """``{%a%}+{%b%}`` is each variant's own right answer and ``{%a%}*{%b%}`` a wrong one: checked on the 8
+    variants drawn (not against the YAML's numbers); an example that fails on one variant is refused, naming
+    its seed and what it read there."""
+    good = gate(with_examples(make_set(tmp_path / "good", GOOD), "{%a%}+{%b%}", "{%a%}*{%b%}"), pool)
+    assert good.ok, good.render_text()
+    plain = gate(make_set(tmp_path / "plain", GOOD), pool)
+    assert good.answer_cases == plain.answer_cases + 2 * 8  # two examples on each of the 8 variants
+    bad = gate(with_examples(make_set(tmp_path / "bad", GOOD), "{%a%}+{%b%}", "{%b%}+{%a%}"), pool)
+    assert not bad.ok
+    text = bad.render_text()
+    assert "seed 0: '{%b%}+{%a%}' (here '3+2') should be rejected" in text
+
+
+def test_an_example_naming_an_undeclared_parameter_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from graders.problemset.errors import ProblemSetInvalid
+
+    root = with_examples(make_set(tmp_path / "s", GOOD), "{%a%}+{%c%}", "0")
+    with pytest.raises(ProblemSetInvalid, match=r"names \['c'\]"):
         load_problem_set(root)
