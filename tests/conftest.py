@@ -9,6 +9,8 @@ with a comment saying why).
 
 A module marked ``pytestmark = pytest.mark.shared_app`` has one app per backend for all its tests, the rows deleted
 before each (see _SharedApps for what such a module must not do); a test marked ``shared_app(False)`` opts out.
+Mark every new module of API or page tests that can share: building the app is most of such a test's set-up,
+and a shared module spends about half the CPU time of the same tests each with its own app.
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ from app.main import create_app
 from tests.app.conftest import Account
 
 SUBMIT = "/api/v1/submissions"
+# One app per module and backend (tests/conftest.py): the tests read its document and send it requests, each from
+# emptied rows and no cookie; the two that hold SQLite's write lock have their own app and database.
+pytestmark = pytest.mark.shared_app
 
 
 @pytest.fixture
@@ -169,6 +172,7 @@ def test_many_errors_make_a_short_body(client: TestClient, accounts: dict[str, A
 
 
 @pytest.mark.slow
+@pytest.mark.shared_app(False)  # the held lock would stall the shared app's workers too
 def test_a_locked_sqlite_database_is_a_503_with_retry_after(
     settings: Settings, accounts: dict[str, Account], basic_set: str
 ) -> None:
@@ -198,6 +202,7 @@ def test_a_locked_sqlite_database_is_a_503_with_retry_after(
 
 
 @pytest.mark.slow
+@pytest.mark.shared_app(False)  # the held lock would stall the shared app's workers too
 def test_a_read_goes_through_a_locked_sqlite_database(
     settings: Settings, accounts: dict[str, Account], basic_set: str
 ) -> None:

@@ -14,6 +14,11 @@ from sqlalchemy import func, select
 from app.problemsets.models import ProblemSetVersion
 from tests.conftest import FIXTURE_SETS
 
+# One app per module and backend (tests/conftest.py): uploads are validated and stored within their request, and
+# each test starts from emptied rows; a stored version's unpacked folder is named by its content hash, so one left
+# by an earlier test is the same files.
+pytestmark = pytest.mark.shared_app
+
 
 def zip_dir(root: Path, prefix: str = "") -> bytes:
     buf = io.BytesIO()

@@ -18,6 +18,10 @@ from tests.app.conftest import Account
 from tests.conftest import REPO
 from tests.courses.conftest import World
 
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
+
 
 @pytest.fixture
 def settings(settings: Settings) -> Settings:

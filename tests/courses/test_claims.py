@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
@@ -20,6 +21,10 @@ from app.users.models import Role
 from tests.courses.conftest import World
 from tests.courses.test_invitations import LINK, SMTP_PASSWORD, SMTP_USER, MailServer, mail_server  # noqa: F401
 from tests.web.conftest import csrf_of, login
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 NEWTA = "newta@x.test"
 
@@ -150,6 +155,7 @@ def test_an_existing_account_accepts_an_invitation_logged_in_as_itself(client, w
     assert _logged_in(client, alice.email, alice.password)
 
 
+@pytest.mark.shared_app(False)  # its own app, with the mail server in its settings
 def test_a_link_the_server_mailed_proves_the_address_and_activates_the_other_rows(settings, world, mail_server) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     mailing = settings.model_copy(
         update={"smtp_host": "127.0.0.1", "smtp_port": mail_server.port, "smtp_starttls": False,

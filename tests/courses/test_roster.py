@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.courses import accounts
 from app.db import utcnow
 from app.users.models import Role
 from tests.courses.conftest import World
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 
 def _import(client: TestClient, world: World, data: bytes, **params: str) -> object:

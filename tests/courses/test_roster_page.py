@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.courses.models import Membership, MemberStatus
 from tests.courses.conftest import World
 from tests.web.conftest import login
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 
 def _browser(client: TestClient) -> TestClient:

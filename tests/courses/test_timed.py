@@ -17,6 +17,10 @@ from tests.courses.conftest import World
 from tests.courses.test_attempts import configure, post
 from tests.web.conftest import csrf_of, login
 
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
+
 ANSWERS = {"b1": "encoder", "b2": "31"}
 
 

@@ -8,6 +8,7 @@ import re
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 from app.problemsets.service import get_latest
@@ -15,6 +16,10 @@ from app.submissions.models import Grade, Status, Submission
 from tests.app.test_late_policy import load, set_with_due
 from tests.gradebook.conftest import submit
 from tests.web.conftest import login
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 T1_RUBRIC = "    rubric:\n      - {id: r1, points: 2, description: shows the working}\n"
 

@@ -5,8 +5,14 @@ from __future__ import annotations
 import csv
 import io
 
+import pytest
+
 from app.courses import accounts as account_service
 from app.users.models import Role
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 
 def test_gradebook_keeps_each_students_best_attempt(client, accounts, graded):  # type: ignore[no-untyped-def]

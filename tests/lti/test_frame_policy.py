@@ -8,9 +8,15 @@ import re
 from html import unescape
 from urllib.parse import urlsplit
 
+import pytest
+
 from app.security_headers import origin_of
 from tests.lti.conftest import launch
 from tests.lti.platform import LTI, canvas_claims, deep_link_claims
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 SCHOOL = "https://school.example"  # Canvas's issuer is not the school's domain that frames the tool
 

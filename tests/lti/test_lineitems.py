@@ -9,6 +9,7 @@ import threading
 import time
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import func, select
 
 from app.db import make_engine, make_session_factory, utcnow
@@ -17,6 +18,10 @@ from app.lti.models import LtiContext, LtiLineItem, LtiPassback, LtiResourceLink
 from app.lti.sender import PassbackSender
 from tests.lti.conftest import launch
 from tests.lti.platform import canvas_claims
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 
 def _course_and_two_students(client, platform) -> None:  # type: ignore[no-untyped-def]

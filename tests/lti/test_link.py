@@ -4,6 +4,7 @@ offering from its LMS page."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import func, select
 
 from app.courses import accounts
@@ -13,6 +14,10 @@ from app.lti.models import LtiContext, LtiResourceLink
 from app.users.models import Role
 from tests.lti.conftest import launch
 from tests.lti.platform import canvas_claims
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 
 def _token(page_text: str) -> str:

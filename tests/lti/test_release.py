@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select, update
 
 from app.courses.models import Assignment
 from app.db import utcnow
 from app.lti.models import LtiPassback, LtiResourceLink
 from tests.lti.test_passback import _as_student, _course, _scores, _submit
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 
 def _setup(client, platform, sessions, **policy):  # type: ignore[no-untyped-def]

@@ -3,6 +3,7 @@ students the LMS no longer lists, never drops staff, and never compares the rost
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 
 from app.courses.models import MemberRole, Membership, MemberStatus
@@ -10,6 +11,10 @@ from app.lti.models import LtiUser
 from app.users.models import User
 from tests.lti.conftest import launch
 from tests.lti.platform import ROLE, canvas_claims
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 
 def _member(sub: str, role: str, email: str, name: str, status: str = "Active") -> dict[str, object]:

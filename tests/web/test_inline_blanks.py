@@ -17,6 +17,10 @@ from graders.problemset.loader import load_problem_set
 from tests.conftest import REPO
 from tests.web.conftest import wait_graded
 
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
+
 
 def _inputs(ids: list[str]) -> dict[str, Markup]:
     return {b: Markup(f'<input id="{b}">') for b in ids}

@@ -7,8 +7,14 @@ import re
 import time
 import zipfile
 
+import pytest
+
 from tests.conftest import FIXTURE_SETS
 from tests.web.conftest import wait_graded
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 
 def _zip(files: dict[str, bytes]) -> bytes:

@@ -11,6 +11,10 @@ from sqlalchemy import event
 from app.users.models import User
 from tests.web.conftest import csrf_of, login
 
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
+
 sqlite_only = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 ZH = {"Accept-Language": "zh-CN,zh;q=0.9"}
 EN = {"Accept-Language": "en-US,en;q=0.9"}

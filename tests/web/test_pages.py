@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.web.conftest import login, wait_graded
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 
 def submit_form(client, token, problem, data):  # type: ignore[no-untyped-def]

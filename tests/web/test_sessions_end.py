@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from app.db import utcnow
 from app.users.models import ApiToken, LoginSession
 from tests.web.conftest import login
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 COOKIE = "autograder_session"
 NEW = "a-new-long-password"

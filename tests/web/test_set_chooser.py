@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from app.courses import accounts, clock
 from app.courses import service as courses
 from app.courses.models import Assignment, Offering
@@ -12,6 +14,10 @@ from app.users.models import Role
 from tests.app.conftest import Account
 from tests.courses.conftest import World, world  # noqa: F401
 from tests.web.conftest import login
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 DUE_B = datetime(2031, 3, 4, 15, 30, tzinfo=UTC)  # 23:30 in Shanghai
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from typer.testing import CliRunner
 
 from app.cli.main import app as cli
@@ -16,6 +17,10 @@ from tests.conftest import FIXTURE_SETS
 from tests.courses.conftest import World, world  # noqa: F401
 from tests.courses.test_cli_submit import server  # noqa: F401
 from tests.web.conftest import csrf_of, login
+
+# One app per module and backend (tests/conftest.py): each test starts from emptied rows and no cookie, and
+# none changes the app's settings or leaves work running.
+pytestmark = pytest.mark.shared_app
 
 
 def _in_both(sessions, world: World, email: str, role: MemberRole = MemberRole.STUDENT) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
