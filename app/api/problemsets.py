@@ -148,11 +148,16 @@ async def upload_problem_set(
     principal: PrincipalDep,
     settings: SettingsDep,
     offering: Annotated[int | None, Form(ge=1, le=MAX_ROW_ID, description="assign it in this offering")] = None,
+    publish: Annotated[
+        bool, Form(description="publish its assignment in that offering now (else a new one is a draft)")
+    ] = False,
 ) -> UploadResult:
     """Upload a set as .zip or .tar.gz into one of the offerings you teach (``offering``; optional when you teach
     one). It is validated completely (schema, files, answer cases, every reference solution full marks, every
     mutant caught) before it is stored and assigned; an invalid set gets 422 with the report. A new version of an
-    existing set needs the right to upload in an offering that has it assigned."""
+    existing set needs the right to upload in an offering that has it assigned. A new assignment is a draft,
+    invisible to students, unless ``publish`` (a CI pipeline that uploads and opens the set in one call); an
+    existing one keeps its state unless ``publish``."""
     data = await file.read(settings.max_upload_bytes + 1)
     if len(data) > settings.max_upload_bytes:
         raise Invalid(f"archive is larger than {settings.max_upload_bytes} bytes", field="file")
@@ -177,7 +182,9 @@ async def upload_problem_set(
                 grader=grader,
                 may_replace=may_replace,
             )
-            courses.ensure_assigned(session, offering=target, problem_set=version.problem_set, published=False)
+            placed = courses.ensure_assigned(session, offering=target, problem_set=version.problem_set, published=False)
+            if publish:
+                courses.publish(session, placed, open_at=placed.open_at, due_at=placed.due_at)
             session.commit()
             return UploadResult(
                 id=version.problem_set.slug,

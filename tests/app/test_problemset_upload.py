@@ -29,8 +29,11 @@ def zip_dir(root: Path, prefix: str = "") -> bytes:
     return buf.getvalue()
 
 
-def upload(client, account, data: bytes, name: str = "set.zip"):  # type: ignore[no-untyped-def]
-    return client.post("/api/v1/problem-sets", files={"file": (name, data)}, headers=account.headers)
+def upload(client, account, data: bytes, name: str = "set.zip", *, publish: bool = True):  # type: ignore[no-untyped-def]
+    """Upload through the API; published at once by default, since most tests then submit as a student (a new
+    assignment is otherwise a draft: test_an_upload_is_a_draft_until_published)."""
+    form = {"publish": "true"} if publish else {}
+    return client.post("/api/v1/problem-sets", files={"file": (name, data)}, data=form, headers=account.headers)
 
 
 def versions(sessions) -> int:  # type: ignore[no-untyped-def]
@@ -155,3 +158,12 @@ def test_file_and_folder_with_one_name_is_a_clear_error(client, accounts):  # ty
         zf.writestr("prompts/t1.md", b"# t1")
     resp = upload(client, accounts["instructor"], buf.getvalue())
     assert resp.status_code == 422 and "cannot unpack" in resp.text
+
+
+def test_an_upload_is_a_draft_until_published(client, accounts):  # type: ignore[no-untyped-def]
+    uploaded = upload(client, accounts["instructor"], zip_dir(FIXTURE_SETS / "basic"), publish=False)
+    assert uploaded.status_code == 201, uploaded.text
+    assert client.get("/api/v1/problem-sets/basic", headers=accounts["alice"].headers).status_code == 404
+    again = upload(client, accounts["instructor"], zip_dir(FIXTURE_SETS / "basic"), publish=True)  # same content
+    assert again.status_code == 201 and not again.json()["created"]
+    assert client.get("/api/v1/problem-sets/basic", headers=accounts["alice"].headers).status_code == 200

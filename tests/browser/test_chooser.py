@@ -70,19 +70,21 @@ def test_a_student_and_an_instructor_in_two_offerings(new_page: Any, server: Ser
     from app.db import make_engine, make_session_factory
     from app.problemsets.models import ProblemSet
     from app.users.models import Role
-    from tests.browser.test_instructor import TEACHER, _zip_of
+    from tests.browser.test_instructor import _zip_of
     from tests.conftest import FIXTURE_SETS
 
-    student = f"fay-{RUN}@example.com"
+    student, instructor = f"fay-{RUN}@example.com", f"gil-{RUN}@example.com"  # not the shared teacher: the other
+    # browser tests upload as teacher@, whose upload form has its one offering chosen
     engine = make_engine(server.database_url)
     with make_session_factory(engine)() as session:
         create_user(session, email=student, role=Role.STUDENT, password=PASSWORD, display_name="Fay Lu")
+        create_user(session, email=instructor, role=Role.INSTRUCTOR, password=PASSWORD, display_name="Gil Ma")
         course = courses.create_course(session, slug=f"twice-{RUN}", title="Weekend course")
         offering = courses.create_offering(session, course=course, slug="weekend", title="Weekend term")
         ch9 = session.scalars(select(ProblemSet).where(ProblemSet.slug == "ch9")).one()
         courses.assign(session, offering=offering, problem_set=ch9, published=True)
         courses.enroll(session, offering=offering, email=student)
-        courses.enroll(session, offering=offering, email=TEACHER, role=MemberRole.INSTRUCTOR)
+        courses.enroll(session, offering=offering, email=instructor, role=MemberRole.INSTRUCTOR)
         session.commit()
         weekend = offering.id
 
@@ -101,7 +103,7 @@ def test_a_student_and_an_instructor_in_two_offerings(new_page: Any, server: Ser
     check_a11y(page, "63-two-offerings-preview")
 
     teacher = new_page()
-    log_in(teacher, TEACHER)
+    log_in(teacher, instructor)
     teacher.goto("/instructor")
     chooser = teacher.get_by_label("Offering", exact=True)
     expect(chooser.locator("option", has_text="Weekend course · Weekend term")).to_have_count(1)

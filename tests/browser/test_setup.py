@@ -19,16 +19,21 @@ from tests.browser.conftest import Server, check_a11y, log_in, shot
 
 expect = pytest.importorskip("playwright.sync_api", reason="needs Playwright (make test installs it)").expect
 RUN = uuid.uuid4().hex[:6]
-STUDENT = "pat@example.com"  # in no offering of the other tests
+STUDENT = f"quinn-{RUN}@example.com"  # an account of its own, in no other offering (pat@'s password is changed by
+# another browser test)
 
 
 def _enrol_student(server: Server, offering_id: int) -> None:
     from app.courses import service as courses
+    from app.courses.accounts import create_user
     from app.courses.models import Offering
     from app.db import make_engine, make_session_factory
+    from app.users.models import Role
+    from tests.browser.conftest import PASSWORD
 
     engine = make_engine(server.database_url)
     with make_session_factory(engine)() as session:
+        create_user(session, email=STUDENT, role=Role.STUDENT, password=PASSWORD, enroll_default=False)
         courses.enroll(session, offering=session.get(Offering, offering_id), email=STUDENT)
         session.commit()
     engine.dispose()
