@@ -117,11 +117,7 @@ class ChildCgroupV1:
 
     def cpu_usage_usec(self) -> int | None:
         """CPU time of every process of this child so far, forks included (its cpuacct group; None without one)."""
-        if self.cpuacct is None:
-            return None
-        with contextlib.suppress(OSError, ValueError):
-            return int((self.cpuacct / "cpuacct.usage").read_text()) // 1000
-        return None
+        return _cpuacct_usage_usec(self.cpuacct)
 
     def remove(self) -> None:
         for group in (self.memory, self.pids, self.cpuacct):
@@ -141,11 +137,7 @@ class TrustedCgroupV1:
                 (group / "cgroup.procs").write_text(str(pid))
 
     def cpu_usage_usec(self) -> int | None:
-        if self.cpuacct is None:
-            return None
-        with contextlib.suppress(OSError, ValueError):
-            return int((self.cpuacct / "cpuacct.usage").read_text()) // 1000
-        return None
+        return _cpuacct_usage_usec(self.cpuacct)
 
     def remove(self) -> None:
         """After its processes are gone (the slot's own groups stay)."""
@@ -331,3 +323,12 @@ class CgroupV1:
             ChildCgroupV1(memory, pids, (), cpuacct).remove()
             raise
         return ChildCgroupV1(memory, pids, joined, cpuacct)
+
+
+def _cpuacct_usage_usec(group: Path | None) -> int | None:
+    """A cpuacct group's CPU time so far in microseconds (None without a group, or once it is gone)."""
+    if group is None:
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        return int((group / "cpuacct.usage").read_text()) // 1000
+    return None
